@@ -1,0 +1,234 @@
+"""Numba overloads of dot, matmul, inner and their operand adjoints.
+
+Numba's np.dot wants float operands of one dtype, ideally contiguous;
+each overload therefore casts the operands (and g) to their common float
+dtype and makes strided ones contiguous before calling it, then casts the
+adjoint to the operand's float dtype.  A scalar operand is "weak" (takes
+the array's dtype), as in linalg.py.  Supported in Numba: scalars (not
+for matmul) and 1-D/2-D arrays for dot and matmul; any ranks >= 1 for
+inner.  Anything else is a TypingError naming the limitation.
+"""
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from . import linalg
+from ._nbutil import compile_impl, dtype_src, grad_dtype, is_scalar, np_dtype
+
+
+def _check(fname, *tys, max_ndim=2, scalars=True):
+    """Reject operand types the Numba versions do not support."""
+    for ty in tys:
+        if is_scalar(ty) and scalars:
+            continue
+        if not isinstance(ty, types.Array) or ty.ndim == 0 \
+                or ty.ndim > max_ndim:
+            what = "scalars and " if scalars else ""
+            raise TypingError(
+                f"s2s_ad.runtime.{fname} in Numba supports {what}arrays of "
+                f"1 to {max_ndim} dimensions, got {ty}")
+
+
+def _common_dtype(fname, *tys):
+    """Common float dtype of the operands (BLAS needs one dtype)."""
+    ct = np.result_type(*[np_dtype(t) for t in tys])
+    if ct.kind not in "fc":
+        raise TypingError(f"s2s_ad.runtime.{fname} in Numba supports float "
+                          f"operands only, got {', '.join(map(str, tys))}")
+    return ct
+
+
+def _prep(name, ty, ct, contiguous=False):
+    """Source of operand `name` cast to `ct` and laid out for np.dot.
+
+    astype copies into a C array; otherwise a strided array is copied only
+    when BLAS cannot use it as is (C or F layout is fine unless a reshape
+    follows, which needs C).
+    """
+    if is_scalar(ty):
+        return f"{dtype_src(ct)}({name})"
+    if np_dtype(ty) != ct:
+        return f"{name}.astype({dtype_src(ct)})"
+    if ty.layout == "C" or (ty.layout == "F" and not contiguous):
+        return name
+    return f"np.ascontiguousarray({name})"
+
+
+def _cast(expr, ct, ty):
+    """Source of array `expr` (dtype ct) in the float dtype of `ty`."""
+    dt = grad_dtype(ty)
+    return expr if dt == ct else f"({expr}).astype({dtype_src(dt)})"
+
+
+def _weak_dtype(x, y):
+    """dtype of x * y when a scalar operand adopts the array's dtype."""
+    for arr, other in ((x, y), (y, x)):
+        if isinstance(arr, types.Array) and is_scalar(other) \
+                and np_dtype(arr).kind in "fc":
+            return np_dtype(arr)
+    return np.result_type(np_dtype(x), np_dtype(y))
+
+
+def _weak_mul(x, xty, y, yty):
+    """Source of x * y with the scalar operand cast to the result dtype."""
+    dt = _weak_dtype(xty, yty)
+    xs = f"{dtype_src(dt)}({x})" if is_scalar(xty) else x
+    ys = f"{dtype_src(dt)}({y})" if is_scalar(yty) else y
+    return f"{xs} * {ys}", dt
+
+
+def _scale_impl(a, b):
+    """Impl of a * b for a product with a scalar operand."""
+    expr, _ = _weak_mul("a", a, "b", b)
+    return compile_impl(f"def impl(a, b):\n    return {expr}")
+
+
+def _scale_grad_impl(g, x, other, params):
+    """Impl of the adjoint of x in x * other (one of them a scalar)."""
+    expr, dt = _weak_mul("g", g, other[0], other[1])
+    if is_scalar(x):
+        if isinstance(g, types.Array) or isinstance(other[1], types.Array):
+            expr = f"np.sum({expr})"
+        body = f"{dtype_src(grad_dtype(x))}({expr})"
+    else:
+        body = _cast(expr, dt, x)
+    return compile_impl(f"def impl({params}):\n    return {body}")
+
+
+def _product_impl(a, b, fname, scalars):
+    """Impl of np.dot(a, b) for scalars and 1-D/2-D operands."""
+    _check(fname, a, b, scalars=scalars)
+    if is_scalar(a) or is_scalar(b):
+        return _scale_impl(a, b)
+    ct = _common_dtype(fname, a, b)
+    return compile_impl(
+        f"def impl(a, b):\n"
+        f"    return np.dot({_prep('a', a, ct)}, {_prep('b', b, ct)})")
+
+
+@overload(linalg.dot, prefer_literal=True)
+def _dot(a, b):
+    return _product_impl(a, b, "dot", scalars=True)
+
+
+@overload(linalg.matmul, prefer_literal=True)
+def _matmul(a, b):
+    return _product_impl(a, b, "matmul", scalars=False)
+
+
+# Adjoint formulas for out = a . b by (a.ndim, b.ndim); G, A, B are the
+# prepared g, a and b.  With 1-D . 1-D, g is a scalar.
+_GRAD_A = {(1, 1): "G * B", (2, 1): "np.outer(G, B)",
+           (1, 2): "np.dot(B, G)", (2, 2): "np.dot(G, B.T)"}
+_GRAD_B = {(1, 1): "G * A", (2, 1): "np.dot(A.T, G)",
+           (1, 2): "np.outer(A, G)", (2, 2): "np.dot(A.T, G)"}
+
+
+def _g_src(g, ct, contiguous=False):
+    """Source of the prepared cotangent G (a 0-d g is read as a scalar)."""
+    if isinstance(g, types.Array) and g.ndim == 0:
+        return f"{dtype_src(ct)}(g[()])"
+    return _prep("g", g, ct, contiguous)
+
+
+def _product_grad_impl(g, a, b, which, fname, scalars):
+    """Impl of the adjoint of operand `which` ("a"/"b") of a . b."""
+    _check(fname, a, b, scalars=scalars)
+    if is_scalar(a) or is_scalar(b):
+        other = ("b", b) if which == "a" else ("a", a)
+        return _scale_grad_impl(g, a if which == "a" else b, other,
+                                "g, a, b")
+    ct = _common_dtype(fname, g, a, b)
+    # Only the other operand enters the adjoint; prepare just that one.
+    if which == "a":
+        expr, other = _GRAD_A[(a.ndim, b.ndim)], f"B = {_prep('b', b, ct)}"
+    else:
+        expr, other = _GRAD_B[(a.ndim, b.ndim)], f"A = {_prep('a', a, ct)}"
+    src = ("def impl(g, a, b):\n"
+           f"    G = {_g_src(g, ct)}\n"
+           f"    {other}\n"
+           f"    return {_cast(expr, ct, a if which == 'a' else b)}")
+    return compile_impl(src)
+
+
+@overload(linalg.dot_grad_a, prefer_literal=True)
+def _dot_grad_a(g, a, b):
+    return _product_grad_impl(g, a, b, "a", "dot_grad_a", scalars=True)
+
+
+@overload(linalg.dot_grad_b, prefer_literal=True)
+def _dot_grad_b(g, a, b):
+    return _product_grad_impl(g, a, b, "b", "dot_grad_b", scalars=True)
+
+
+@overload(linalg.matmul_grad_a, prefer_literal=True)
+def _matmul_grad_a(g, a, b):
+    return _product_grad_impl(g, a, b, "a", "matmul_grad_a", scalars=False)
+
+
+@overload(linalg.matmul_grad_b, prefer_literal=True)
+def _matmul_grad_b(g, a, b):
+    return _product_grad_impl(g, a, b, "b", "matmul_grad_b", scalars=False)
+
+
+def _lead_size(name, ndim):
+    """Source of the product of all but the last axis length of `name`."""
+    return " * ".join(f"{name}.shape[{d}]" for d in range(ndim - 1)) or "1"
+
+
+def _inner_setup(a, b, ct, need="AB"):
+    """Source lines defining k, m, n and the (m, k) A / (n, k) B matrices.
+
+    Only the matrices named in `need` are built (each may cost a copy).
+    """
+    lines = ["    k = a.shape[-1]",
+             "    if b.shape[-1] != k:",
+             "        raise ValueError('inner: last dimensions differ')",
+             f"    m = {_lead_size('a', a.ndim)}",
+             f"    n = {_lead_size('b', b.ndim)}"]
+    for name, ty, rows in (("A", a, "m"), ("B", b, "n")):
+        if name in need:
+            prep = _prep(name.lower(), ty, ct, contiguous=True)
+            lines.append(f"    {name} = {prep}.reshape(({rows}, k))")
+    return lines
+
+
+@overload(linalg.inner, prefer_literal=True)
+def _inner(a, b):
+    _check("inner", a, b, max_ndim=32)
+    if is_scalar(a) or is_scalar(b):
+        return _scale_impl(a, b)
+    if a.ndim == 1 and b.ndim == 1:
+        return _product_impl(a, b, "inner", scalars=True)
+    ct = _common_dtype("inner", a, b)
+    lines = ["def impl(a, b):"] + _inner_setup(a, b, ct) + [
+        "    return np.dot(A, B.T).reshape(a.shape[:-1] + b.shape[:-1])"]
+    return compile_impl("\n".join(lines))
+
+
+def _inner_grad_impl(g, a, b, which):
+    """Impl of the adjoint of operand `which` of np.inner(a, b)."""
+    fname = f"inner_grad_{which}"
+    _check(fname, a, b, max_ndim=32)
+    if is_scalar(a) or is_scalar(b) or (a.ndim == 1 and b.ndim == 1):
+        return _product_grad_impl(g, a, b, which, fname, scalars=True)
+    ct = _common_dtype(fname, g, a, b)
+    expr = "np.dot(G, B)" if which == "a" else "np.dot(G.T, A)"
+    need = "B" if which == "a" else "A"
+    lines = (["def impl(g, a, b):"] + _inner_setup(a, b, ct, need)
+             + [f"    G = {_g_src(g, ct, contiguous=True)}.reshape((m, n))",
+                f"    r = {expr}.reshape({which}.shape)",
+                f"    return {_cast('r', ct, a if which == 'a' else b)}"])
+    return compile_impl("\n".join(lines))
+
+
+@overload(linalg.inner_grad_a, prefer_literal=True)
+def _inner_grad_a(g, a, b):
+    return _inner_grad_impl(g, a, b, "a")
+
+
+@overload(linalg.inner_grad_b, prefer_literal=True)
+def _inner_grad_b(g, a, b):
+    return _inner_grad_impl(g, a, b, "b")

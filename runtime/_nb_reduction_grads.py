@@ -1,0 +1,161 @@
+"""Numba overloads of the reduction adjoints (see reductions.py).
+
+Like `_nb_reductions`, each call compiles a loop nest generated for its
+(rank of a, literal axis, literal keepdims, rank of g).  Guarantees: the
+result is a new C-contiguous array of a's shape in a's float dtype (a
+scalar for scalar a) and is computed with the same operation order and
+dtypes as the NumPy version, so both backends agree to the last bit
+except for NumPy's pairwise summation elsewhere.
+"""
+
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from . import reductions
+from ._nbutil import (compile_impl, dtype_src, grad_dtype, index, is_scalar,
+                      loops, shape_tuple, static_axes, static_bool)
+
+
+def _ref(name, ty, names, axes, keepdims, fname):
+    """Source reading reduction-output-shaped `name` at a's index `names`.
+
+    `name` may be a scalar, a 0-d array (broadcast) or an array of the
+    reduction's output rank; reduced axes are dropped (or read at 0 when
+    keepdims).
+    """
+    if is_scalar(ty):
+        return name
+    if not isinstance(ty, types.Array):
+        raise TypingError(f"s2s_ad.runtime.{fname}: unsupported {ty}")
+    if keepdims:
+        idx = ["0" if d in axes else n for d, n in enumerate(names)]
+    else:
+        idx = [n for d, n in enumerate(names) if d not in axes]
+    if ty.ndim == 0:
+        return f"{name}[()]"
+    if ty.ndim != len(idx):
+        raise TypingError(
+            f"s2s_ad.runtime.{fname}: {name} has rank {ty.ndim}, the "
+            f"reduction's output has rank {len(idx)}")
+    return f"{name}[{index(idx)}]"
+
+
+def _setup(g, a, axis, keepdims, fname):
+    """Typing-time facts shared by the adjoints of one call."""
+    if not isinstance(a, types.Array):
+        raise TypingError(f"s2s_ad.runtime.{fname}: unsupported {a}")
+    ndim = a.ndim
+    axes = static_axes(axis, ndim, fname)
+    keep = static_bool(keepdims, fname)
+    names = [f"i{d}" for d in range(ndim)]
+    gref = _ref("g", g, names, axes, keep, fname)
+    return ndim, axes, keep, names, gref, dtype_src(grad_dtype(a))
+
+
+def _scalar_impl(g, a, params):
+    """Impl for a scalar primal `a`: d reduce(a) / da is 1, so return g."""
+    dt = dtype_src(grad_dtype(a))
+    if is_scalar(g):
+        return compile_impl(f"def impl({params}):\n    return {dt}(g)")
+    if g.ndim != 0:
+        raise TypingError("s2s_ad.runtime: scalar primal needs a scalar g")
+    return compile_impl(f"def impl({params}):\n    return {dt}(g[()])")
+
+
+def _bounds(names):
+    """Loop bounds for index names "i<d>": a.shape[d]."""
+    return [f"a.shape[{n[1:]}]" for n in names]
+
+
+def _broadcast_src(g, a, axis, keepdims, fname, mean):
+    """Source of sum_grad (mean=False) or mean_grad (mean=True)."""
+    ndim, axes, keep, names, gref, dt = _setup(g, a, axis, keepdims, fname)
+    lines = ["def impl(g, a, axis=None, keepdims=False):",
+             f"    res = np.empty(a.shape, {dt})"]
+    value = f"{dt}({gref})"
+    if mean:
+        count = " * ".join(f"a.shape[{d}]" for d in axes) or "1"
+        lines.append(f"    scale = {dt}({count})")
+        value += " / scale"
+    lines += loops(names, _bounds(names), [f"res[{index(names)}] = {value}"])
+    lines.append("    return res")
+    return "\n".join(lines)
+
+
+@overload(reductions.sum_grad, prefer_literal=True)
+def _sum_grad(g, a, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+    return compile_impl(
+        _broadcast_src(g, a, axis, keepdims, "sum_grad", mean=False))
+
+
+@overload(reductions.mean_grad, prefer_literal=True)
+def _mean_grad(g, a, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+    return compile_impl(
+        _broadcast_src(g, a, axis, keepdims, "mean_grad", mean=True))
+
+
+def _prod_grad_src(g, a, axis, keepdims):
+    """Source of prod_grad: exclusive prefix times suffix products.
+
+    For every output position the reduced elements are walked forward
+    (storing the product of those before each) and then backward
+    (multiplying in the product of those after it, and g), which is exact
+    with zeros present and never divides.
+    """
+    ndim, axes, _, names, gref, dt = _setup(
+        g, a, axis, keepdims, "prod_grad")
+    kept = [n for d, n in enumerate(names) if d not in axes]
+    red = [n for d, n in enumerate(names) if d in axes]
+    at = f"[{index(names)}]"
+    inner = ([f"acc = {dt}(1)"]
+             + loops(red, _bounds(red), [f"res{at} = acc",
+                                         f"acc *= {dt}(a{at})"], indent=0)
+             + [f"acc = {dt}(1)"]
+             + loops(red, _bounds(red), [f"res{at} = res{at} * acc * {gref}",
+                                         f"acc *= {dt}(a{at})"],
+                     indent=0, reverse=True))
+    lines = ["def impl(g, a, axis=None, keepdims=False):",
+             f"    res = np.empty(a.shape, {dt})"]
+    lines += loops(kept, _bounds(kept), inner)
+    lines.append("    return res")
+    return "\n".join(lines)
+
+
+@overload(reductions.prod_grad, prefer_literal=True)
+def _prod_grad(g, a, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+    return compile_impl(_prod_grad_src(g, a, axis, keepdims))
+
+
+def _minmax_grad_src(g, a, out, axis, keepdims):
+    """Source of minmax_grad: count ties per lane, then share g."""
+    ndim, axes, keep, names, gref, dt = _setup(
+        g, a, axis, keepdims, "minmax_grad")
+    oref = _ref("out", out, names, axes, keep, "minmax_grad")
+    cnt_shape = shape_tuple(["1" if d in axes else f"a.shape[{d}]"
+                             for d in range(ndim)])
+    cnt = "cnt[" + index(["0" if d in axes else n
+                          for d, n in enumerate(names)]) + "]"
+    at = f"[{index(names)}]"
+    hit = f"if a{at} == {oref}:"
+    lines = ["def impl(g, a, out, axis=None, keepdims=False):",
+             f"    cnt = np.zeros({cnt_shape}, np.int64)"]
+    lines += loops(names, _bounds(names), [hit, f"    {cnt} += 1"])
+    lines.append(f"    res = np.zeros(a.shape, {dt})")
+    lines += loops(names, _bounds(names),
+                   [hit, f"    res{at} = {gref} / {cnt}"])
+    lines.append("    return res")
+    return "\n".join(lines)
+
+
+@overload(reductions.minmax_grad, prefer_literal=True)
+def _minmax_grad(g, a, out, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, out, axis=None, keepdims=False")
+    return compile_impl(_minmax_grad_src(g, a, out, axis, keepdims))

@@ -1,0 +1,123 @@
+"""Numba overloads of the shape operations (see shapes.py).
+
+Each overload generates code for its (rank, literal axis) so every index
+expression is static: squeeze and stack_grad become integer indexing,
+split_grad a slice, transpose_grad a constant permutation when `axes` is
+a literal tuple.  Guarantees: same values, shapes and copy/view behaviour
+as the NumPy versions, for any array layout.
+"""
+
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from . import shapes
+from ._nbutil import (compile_impl, dtype_src, grad_dtype, is_absent,
+                      static_axes, static_axis)
+
+
+def _require_array(x, fname):
+    if not isinstance(x, types.Array):
+        raise TypingError(f"s2s_ad.runtime.{fname}: expected an array, "
+                          f"got {x}")
+
+
+def _select(ndim, axes, what):
+    """Index source taking `what` on `axes` and everything elsewhere."""
+    return ", ".join(what if d in axes else ":" for d in range(ndim))
+
+
+@overload(shapes.squeeze, prefer_literal=True)
+def _squeeze(a, axis=None):
+    _require_array(a, "squeeze")
+    if is_absent(axis):
+        # A Numba array's rank is part of its type, but which axes have
+        # length 1 is only known at run time.
+        raise TypingError(
+            "s2s_ad.runtime.squeeze in Numba needs an explicit axis: with "
+            "axis=None the result rank depends on run-time shapes")
+    axes = static_axes(axis, a.ndim, "squeeze")
+    lines = ["def impl(a, axis=None):"]
+    for d in axes:
+        lines += [f"    if a.shape[{d}] != 1:",
+                  "        raise ValueError('cannot select an axis to "
+                  "squeeze out which has size not equal to one')"]
+    if not axes:
+        lines.append("    return a")
+    elif len(axes) == a.ndim:
+        # Indexing every axis would give a scalar; NumPy gives a 0-d array.
+        lines.append("    return np.ascontiguousarray(a).reshape(())")
+    else:
+        lines.append(f"    return a[{_select(a.ndim, axes, '0')}]")
+    return compile_impl("\n".join(lines))
+
+
+@register_jitable
+def _position(axes, j):
+    """Index i with axes[i] == j (mod len(axes)): the inverse permutation."""
+    n = len(axes)
+    for i in range(n):
+        if axes[i] % n == j:
+            return i
+    raise ValueError("transpose_grad: axes is not a permutation")
+
+
+@overload(shapes.transpose_grad, prefer_literal=True)
+def _transpose_grad(g, axes=None):
+    _require_array(g, "transpose_grad")
+    if is_absent(axes):
+        return compile_impl(
+            "def impl(g, axes=None):\n    return np.transpose(g)")
+    if not isinstance(axes, types.BaseTuple) or len(axes) != g.ndim:
+        raise TypingError("s2s_ad.runtime.transpose_grad: axes must be a "
+                          f"tuple of {g.ndim} ints, got {axes}")
+    if all(isinstance(t, types.IntegerLiteral) for t in axes):
+        perm = [t.literal_value % g.ndim for t in axes]
+        inv = tuple(sorted(range(g.ndim), key=perm.__getitem__))
+        return compile_impl(
+            f"def impl(g, axes=None):\n    return g.transpose({inv})")
+    inv = ", ".join(f"_position(axes, {j})" for j in range(g.ndim))
+    return compile_impl(
+        f"def impl(g, axes=None):\n    return g.transpose(({inv},))",
+        {"_position": _position})
+
+
+@overload(shapes.split_grad, prefer_literal=True)
+def _split_grad(g, offset, size, axis):
+    _require_array(g, "split_grad")
+    ax = static_axis(axis, g.ndim, "split_grad")
+    sel = _select(g.ndim, (ax,), "offset:offset + size")
+    return compile_impl(
+        f"def impl(g, offset, size, axis):\n    return g[{sel}].copy()")
+
+
+@overload(shapes.stack_grad, prefer_literal=True)
+def _stack_grad(g, i, axis):
+    _require_array(g, "stack_grad")
+    ax = static_axis(axis, g.ndim, "stack_grad")
+    if g.ndim == 1:
+        body = "g[i]"
+    else:
+        body = f"g[{_select(g.ndim, (ax,), 'i')}].copy()"
+    return compile_impl(f"def impl(g, i, axis):\n    return {body}")
+
+
+def _basic_index(index):
+    """True for an int/slice index or a tuple of ints and slices."""
+    parts = index.types if isinstance(index, types.BaseTuple) else (index,)
+    return all(isinstance(p, (types.Integer, types.SliceType))
+               for p in parts)
+
+
+@overload(shapes.index_grad, prefer_literal=True)
+def _index_grad(g, x, index):
+    _require_array(x, "index_grad")
+    if not _basic_index(index):
+        raise TypingError(
+            "s2s_ad.runtime.index_grad in Numba supports int and slice "
+            f"indices (or tuples of them) only, got {index}")
+    return compile_impl(
+        "def impl(g, x, index):\n"
+        f"    z = np.zeros(x.shape, {dtype_src(grad_dtype(x))})\n"
+        "    z[index] += g\n"
+        "    return z")

@@ -1,0 +1,135 @@
+"""Typing-time helpers shared by the Numba overloads of the runtime.
+
+The overloads specialise on what Numba knows while typing a call: array
+ranks and dtypes, and literal `axis`/`keepdims` values.  This module turns
+those Numba types into plain Python facts (or a clear TypingError) and
+compiles the per-specialisation source text the overloads generate.
+Guarantees: each distinct generated source is exec'd once per process.
+"""
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.np.numpy_support import as_dtype
+
+_IMPL_CACHE = {}
+
+
+def compile_impl(src, env=None):
+    """exec `src` (defining `impl`) once and return that function.
+
+    `env` supplies the globals the source refers to besides `np`; it must
+    be the same for a given `src`, which is the cache key.
+    """
+    impl = _IMPL_CACHE.get(src)
+    if impl is None:
+        scope = {"np": np, **(env or {})}
+        exec(compile(src, "<s2s_ad.runtime generated>", "exec"), scope)
+        impl = _IMPL_CACHE[src] = scope["impl"]
+    return impl
+
+
+def is_absent(x):
+    """True for an omitted argument or an explicit None."""
+    if isinstance(x, types.Omitted):
+        x = x.value
+    return x is None or isinstance(x, types.NoneType)
+
+
+def is_scalar(x):
+    """True for Numba number/boolean types (the scalar primals)."""
+    return isinstance(x, (types.Number, types.Boolean))
+
+
+def _axis_value(ax, fname):
+    """One literal axis as a Python int, else a TypingError."""
+    if isinstance(ax, int) and not isinstance(ax, bool):
+        return ax
+    if isinstance(ax, types.IntegerLiteral):
+        return ax.literal_value
+    raise TypingError(
+        f"s2s_ad.runtime.{fname}: axis must be a compile-time constant "
+        f"(an int literal, a tuple of int literals or None), got {ax}")
+
+
+def static_axes(axis, ndim, fname):
+    """Literal `axis` as a sorted tuple of non-negative axes (None: all)."""
+    if is_absent(axis):
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, types.BaseTuple)):
+        raw = [_axis_value(ax, fname) for ax in axis]
+    else:
+        raw = [_axis_value(axis, fname)]
+    axes = []
+    for ax in raw:
+        if not -ndim <= ax < ndim:
+            raise TypingError(f"s2s_ad.runtime.{fname}: axis {ax} is out "
+                              f"of bounds for array of dimension {ndim}")
+        axes.append(ax % ndim)
+    if len(set(axes)) != len(axes):
+        raise TypingError(f"s2s_ad.runtime.{fname}: repeated axis in {raw}")
+    return tuple(sorted(axes))
+
+
+def static_axis(axis, ndim, fname):
+    """A single literal axis (negative allowed) normalised to [0, ndim)."""
+    if is_absent(axis) or isinstance(axis, (tuple, types.BaseTuple)):
+        raise TypingError(
+            f"s2s_ad.runtime.{fname}: axis must be a single int literal")
+    return static_axes(axis, ndim, fname)[0]
+
+
+def static_bool(flag, fname, name="keepdims"):
+    """Literal boolean `flag` (omitted means False) as a Python bool."""
+    if isinstance(flag, types.Omitted):
+        flag = flag.value
+    if isinstance(flag, (bool, int)):
+        return bool(flag)
+    if isinstance(flag, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(flag.literal_value)
+    raise TypingError(
+        f"s2s_ad.runtime.{fname}: {name} must be a compile-time constant "
+        f"(True/False literal), got {flag}")
+
+
+def np_dtype(ty):
+    """NumPy dtype of a Numba array or scalar type."""
+    return as_dtype(ty.dtype if isinstance(ty, types.Array) else ty)
+
+
+def grad_dtype(ty):
+    """Cotangent dtype for a primal of Numba type `ty` (see _common)."""
+    dt = np_dtype(ty)
+    return dt if np.issubdtype(dt, np.inexact) else np.dtype(np.float64)
+
+
+def dtype_src(dt):
+    """Source naming NumPy dtype `dt`'s scalar type, e.g. "np.float32".
+
+    Dtypes are spelled into the generated text (not passed as globals) so
+    the source alone is a sound cache key.
+    """
+    return f"np.{np.dtype(dt).name}"
+
+
+def index(names):
+    """Source of an index expression over `names` ("()" when empty)."""
+    return ", ".join(names) if names else "()"
+
+
+def shape_tuple(exprs):
+    """Source of a shape tuple literal made of `exprs`."""
+    if not exprs:
+        return "()"
+    return "(" + ", ".join(exprs) + ("," if len(exprs) == 1 else "") + ")"
+
+
+def loops(names, bounds, body, indent=1, reverse=False):
+    """Source of nested `for` loops over `names` wrapping `body` lines."""
+    lines = []
+    for depth, (name, bound) in enumerate(zip(names, bounds)):
+        rng = (f"range({bound} - 1, -1, -1)" if reverse
+               else f"range({bound})")
+        lines.append("    " * (indent + depth) + f"for {name} in {rng}:")
+    pad = "    " * (indent + len(names))
+    return lines + [pad + line for line in body]

@@ -1,0 +1,78 @@
+"""Adjoint plumbing: moving cotangents between shapes and dtypes.
+
+Plain-Python (NumPy) implementations; `_nb_plumbing` registers the Numba
+versions.  Guarantees: an array result has exactly the shape the caller
+asked for; a scalar primal always gets a scalar cotangent; nothing is
+copied when the input already has the requested form.
+"""
+
+import numpy as np
+
+from ._common import grad_dtype, is_array, scalar_like
+
+
+def unbroadcast(g, x):
+    """Sum cotangent `g` down to the shape of `x`, undoing broadcasting.
+
+    Leading axes of `g` are summed away; axes where `x` has length 1 are
+    summed with keepdims.  Scalar `x` gives a scalar (the sum of `g`).  A
+    0-d `g` is broadcast to `x`'s shape (in x's float dtype).  When the
+    shapes already agree `g` itself is returned; otherwise g's dtype is kept.
+    """
+    if not is_array(x):
+        return np.sum(g) if is_array(g) else g
+    if np.ndim(g) == 0:
+        if x.ndim == 0:
+            return g
+        return np.full(x.shape, g, dtype=grad_dtype(x))
+    if g.shape == x.shape:
+        return g
+    lead = g.ndim - x.ndim
+    if lead < 0:
+        raise ValueError(f"unbroadcast: cannot sum {g.shape} to {x.shape}")
+    axes = list(range(lead))
+    for j, n in enumerate(x.shape):
+        if n == 1:
+            axes.append(lead + j)
+        elif n != g.shape[lead + j]:
+            raise ValueError(
+                f"unbroadcast: cannot sum {g.shape} to {x.shape}")
+    return g.sum(axis=tuple(axes), keepdims=True).reshape(x.shape)
+
+
+def zeros_like(x):
+    """Zero cotangent for `x`: np.zeros_like for arrays, else a 0.0 scalar.
+
+    NumPy float scalars give a zero of their own type; anything else
+    (Python numbers, integer scalars) gives the Python float 0.0.
+    """
+    if is_array(x):
+        return np.zeros_like(x)
+    return scalar_like(0.0, x)
+
+
+def like(b, x):
+    """Cotangent `b` cast to the type and shape of primal `x`.
+
+    Array `x`: an array of x.dtype and x.shape (`b` itself when it already
+    is one, else a fresh array filled from `b` by broadcasting).  Scalar
+    `x`: a scalar of x's type (a Python float for Python numbers).
+    """
+    if not is_array(x):
+        return scalar_like(b, x)
+    if is_array(b) and b.dtype == x.dtype and b.shape == x.shape:
+        return b
+    out = np.empty(x.shape, dtype=x.dtype)
+    out[...] = b
+    return out
+
+
+def reshape_like(g, x):
+    """`g` reshaped to np.shape(x); the adjoint of reshape/ravel/squeeze.
+
+    The result is a view of `g` whenever NumPy can make one.  Scalar `x`
+    gives a NumPy scalar of g's dtype (g must then have size 1).
+    """
+    if is_array(x):
+        return np.reshape(g, x.shape)
+    return np.reshape(g, ())[()]

@@ -1,0 +1,400 @@
+"""normalize: resolved gast function -> A-normal form (:mod:`ir`).
+
+Receives a :class:`~s2s_ad.parse.FunctionSource` and the structure of each
+argument (a leaf, or a tuple of structures).  Guarantees: every statement is
+one primitive (:class:`~s2s_ad.ir.Prim`) or user-function call
+(:class:`~s2s_ad.ir.Call`) on atoms; names are in SSA form (a user variable
+redefined gets a fresh name, so no value is ever overwritten); calls are in
+canonical form (operators, methods and attributes become the rule of their
+NumPy function: ``a * b`` and ``np.multiply``, ``x.sum(0)`` and ``np.sum``,
+``x.T`` and ``np.transpose`` share one rule); tuples are static
+(:class:`~s2s_ad.ir.Tup`) and never built at run time; the body ends in one
+:class:`~s2s_ad.ir.Return`.
+"""
+import builtins
+import numbers
+import operator
+
+import gast
+import numpy as np
+
+from . import rules
+from .ir import Call, Const, Function, Prim, Return, Slice, Tup, Var
+from .names import Names
+from .parse import FunctionSource, is_user_function
+
+LEAF = None  # the structure of a single value
+
+_FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+         gast.Div: operator.truediv, gast.Pow: operator.pow, gast.FloorDiv: operator.floordiv,
+         gast.Mod: operator.mod, gast.USub: operator.neg, gast.UAdd: operator.pos}
+_ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
+               "dtype": "dtype"}
+_BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
+_VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}
+
+
+class Program:
+    """Every function lowered for one request, each once per argument structure."""
+
+    def __init__(self):
+        self.functions = {}
+        self._active = []
+        self.module_names = Names()   # functions and constants share the module namespace
+        self.consts = {}
+        self._sources = {}
+
+    def source(self, fn):
+        """The parsed and fenced source of ``fn`` (parsed once)."""
+        if fn not in self._sources:
+            self._sources[fn] = FunctionSource(fn)
+        return self._sources[fn]
+
+    def const_name(self, base, obj):
+        """The module-level name bound to ``obj`` in the generated module."""
+        for name, value in self.consts.items():
+            if value is obj:
+                return name
+        name = self.module_names.fresh(base)
+        self.consts[name] = obj
+        return name
+
+    def lower(self, fn, trees, call_node=None, caller=None):
+        key = (fn, tuple(trees))
+        if key in self.functions:
+            return self.functions[key]
+        if fn in self._active:
+            raise caller.error(call_node, f"recursive call to '{fn.__name__}' is not supported; "
+                               "write the recursion as a loop")
+        self._active.append(fn)
+        try:
+            src = self.source(fn)
+            lowered = Lowerer(src, trees, self).run()
+            lowered.name = self.module_names.fresh(fn.__name__)
+            lowered.key = key
+        finally:
+            self._active.pop()
+        self.functions[key] = lowered
+        return lowered
+
+
+def tree_of(value):
+    """The structure of a lowered value (LEAF or a tuple of structures)."""
+    if isinstance(value, Tup):
+        return tuple(tree_of(v) for v in value.items)
+    return LEAF
+
+
+class Lowerer:
+    """Lowers one function body; one instance per (function, structure)."""
+
+    def __init__(self, src: FunctionSource, trees, program):
+        self.src = src
+        self.program = program
+        self.names = Names(_all_identifiers(src.node))
+        self.names.claim_user(src.locals)
+        self.env = {}
+        self.consts = {}
+        self.body = []
+        self.node = src.node
+        self.param_trees = []
+        self.params = []
+        names = src.param_names
+        if len(trees) != len(names):
+            raise TypeError(f"{src.name}() takes {len(names)} arguments, got {len(trees)}")
+        for name, tree in zip(names, trees):
+            value = self._param(name, tree)
+            self.env[name] = value
+            self.param_trees.append(value)
+
+    def _param(self, name, tree):
+        if tree is LEAF:
+            var = Var(self.names.user(name))
+            self.params.append(var.name)
+            return var
+        self.names.own.discard(name)
+        return Tup(tuple(self._param(f"{name}_{i}", sub) for i, sub in enumerate(tree)))
+
+    def run(self):
+        for stmt in self.src.node.body:
+            self.node = stmt
+            if self.body and isinstance(self.body[-1], Return):
+                raise self.error(stmt, "code after return is unreachable; remove it")
+            self.stmt(stmt)
+        if not self.body or not isinstance(self.body[-1], Return):
+            self.body.append(Return(Const(None), self.src.loc(self.src.node)))
+        return Function(self.src.name, self.params, self.param_trees, self.body,
+                        self.consts, self.src, names=self.names)
+
+    def error(self, node, msg):
+        return self.src.error(node, msg)
+
+    # -- statements ---------------------------------------------------------
+    def stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"'{type(node).__name__.lower()}' statements are not supported "
+                             "in differentiated functions")
+        method(node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        raise self.error(node, "a statement that is only an expression has no effect on the result "
+                         "(s2s_ad functions are pure); assign its value or remove it")
+
+    def stmt_Assign(self, node):
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def stmt_AugAssign(self, node):
+        if not isinstance(node.target, gast.Name):
+            raise self.error(node, "augmented assignment to an array element is not supported; "
+                             "write the update as an expression, e.g. y = y + e")
+        load = gast.Name(node.target.id, gast.Load(), None, None)
+        gast.copy_location(load, node.target)
+        binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
+        self.assign(node.target, self.expr(binop))
+
+    def stmt_Return(self, node):
+        value = Const(None) if node.value is None else self.expr(node.value)
+        self.body.append(Return(value, self.src.loc(node)))
+
+    def assign(self, target, value):
+        if isinstance(target, gast.Name):
+            self.bind(target.id, value)
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            self.unpack(target, value)
+        elif isinstance(target, gast.Subscript):
+            raise self.error(target, "writing into an array element is not supported; "
+                             "build the new array with an expression (np.where, np.concatenate)")
+        else:
+            raise self.error(target, "only names and tuples of names can be assigned to")
+
+    def unpack(self, target, value):
+        n = len(target.elts)
+        if isinstance(value, Tup):
+            if len(value.items) != n:
+                raise self.error(target, f"cannot unpack {len(value.items)} values into {n} names")
+            items = value.items
+        elif isinstance(value, Var):
+            items = [self.emit(rules.RULES["getitem"], [value], {"index": Const(i)})
+                     for i in range(n)]
+        else:
+            raise self.error(target, "cannot unpack a constant")
+        for elt, item in zip(target.elts, items):
+            self.assign(elt, item)
+
+    def bind(self, name, value):
+        """Bind a user variable; a fresh temporary is renamed after it."""
+        last = self.body[-1] if self.body else None
+        if (isinstance(value, Var) and value.name.startswith("_t") and last is not None
+                and not isinstance(last, Return) and last.targets == [value.name]):
+            value = Var(self.names.user(name))
+            last.targets = [value.name]
+        self.env[name] = value
+
+    # -- expressions --------------------------------------------------------
+    def expr(self, node):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"'{type(node).__name__}' expressions are not supported")
+        return method(node)
+
+    def expr_Constant(self, node):
+        return Const(node.value)
+
+    def expr_Name(self, node):
+        if node.id in self.src.locals:
+            if node.id not in self.env:
+                raise self.error(node, f"local variable '{node.id}' is used before it is assigned")
+            return self.env[node.id]
+        return self.constant(node.id, self.src.lookup(node), node)
+
+    def expr_Attribute(self, node):
+        ok, obj = self.src.resolve(node)
+        if ok:
+            return self.constant(node.attr, obj, node)
+        rule = _ATTRIBUTES.get(node.attr)
+        if rule is None:
+            raise self.error(node, f"attribute '.{node.attr}' of an array is not supported")
+        return self.emit(rules.RULES[rule], [self.expr(node.value)], {})
+
+    def constant(self, name, obj, node):
+        """A free name's value: a literal, or a constant bound in the module."""
+        if isinstance(obj, (bool, numbers.Number, str, type(None))) or obj is Ellipsis:
+            return Const(obj.item() if isinstance(obj, np.generic) else obj)
+        if isinstance(obj, tuple) and all(isinstance(v, numbers.Number) for v in obj):
+            return Const(obj)
+        if isinstance(obj, np.ndarray):
+            return Var(self.bind_const(name, obj))
+        return Const(obj)   # modules, functions, dtypes: only usable as callees/options
+
+    def bind_const(self, name, obj):
+        cname = self.program.const_name(name, obj)
+        self.names.taken.add(cname)
+        self.consts[cname] = obj
+        return cname
+
+    def expr_Tuple(self, node):
+        return Tup(tuple(self.expr(e) for e in node.elts))
+
+    expr_List = expr_Tuple
+
+    def expr_BinOp(self, node):
+        left, right = self.expr(node.left), self.expr(node.right)
+        if isinstance(left, Const) and isinstance(right, Const) and type(node.op) in _FOLD:
+            return Const(_FOLD[type(node.op)](left.value, right.value))
+        return self.operator(node.op, [left, right], node)
+
+    def expr_UnaryOp(self, node):
+        operand = self.expr(node.operand)
+        if isinstance(operand, Const) and type(node.op) in _FOLD:
+            return Const(_FOLD[type(node.op)](operand.value))
+        return self.operator(node.op, [operand], node)
+
+    def expr_Compare(self, node):
+        left, result = self.expr(node.left), None
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.expr(comparator)
+            test = self.operator(op, [left, right], node)
+            result = test if result is None else self.emit(rules.RULES["and"], [result, test], {})
+            left = right
+        return result
+
+    def expr_BoolOp(self, node):
+        values = [self.expr(v) for v in node.values]
+        result = values[0]
+        for v in values[1:]:
+            result = self.operator(node.op, [result, v], node)
+        return result
+
+    def operator(self, op, args, node):
+        name = rules.OPERATORS.get(_ast_op(op))
+        if name is None:
+            raise self.error(node, f"the operator {type(op).__name__} is not supported")
+        return self.emit(rules.RULES[name], args, {})
+
+    def expr_Subscript(self, node):
+        value = self.expr(node.value)
+        index = self.index(node.slice)
+        if isinstance(value, Tup):
+            if not (isinstance(index, Const) and isinstance(index.value, int)):
+                raise self.error(node, "a tuple can only be indexed by a constant integer")
+            return value.items[index.value]
+        return self.emit(rules.RULES["getitem"], [value], {"index": index})
+
+    def index(self, node):
+        if isinstance(node, gast.Tuple):
+            return Tup(tuple(self.index(e) for e in node.elts))
+        if isinstance(node, gast.Slice):
+            return Const(slice(None)) if (node.lower, node.upper, node.step) == (None,) * 3 else \
+                Slice(*(None if b is None else self.expr(b) for b in (node.lower, node.upper, node.step)))
+        return self.expr(node)
+
+    def expr_Call(self, node):
+        func = node.func
+        ok, obj = self.src.resolve(func)
+        if not ok:
+            if isinstance(func, gast.Attribute):
+                return self.method(func, node)
+            raise self.error(node, "only module-level functions, NumPy and math functions can be called")
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if None in kwargs:
+            raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
+        return self.call(obj, args, kwargs, node)
+
+    def method(self, func, node):
+        name = rules.METHODS.get(func.attr)
+        if name is None:
+            raise self.error(node, f"the array method '.{func.attr}()' is not supported; "
+                             "call the NumPy function instead")
+        args = [self.expr(a) for a in node.args]
+        vararg = _VARARG_METHODS.get(func.attr)
+        if vararg and len(args) > 1:
+            args = [Tup(tuple(args))]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        rule = rules.RULES[name]
+        return self.emit_call(rule, [self.expr(func.value)] + args, kwargs, node)
+
+    def call(self, obj, args, kwargs, node):
+        target = getattr(obj, "__s2s_ad_function__", None)
+        if target is not None:
+            obj = target
+        if obj in _BUILTINS and not kwargs:
+            if obj is abs or len(args) == 2:
+                return self.emit_call(rules.RULES[_BUILTINS[obj]], args, kwargs, node)
+        rule = rules.lookup(obj)
+        if rule is not None:
+            return self.emit_call(rule, args, kwargs, node)
+        if is_user_function(obj):
+            return self.call_user(obj, args, kwargs, node)
+        if obj is getattr(builtins, "range", None):
+            raise self.error(node, "range() is only supported as the iterable of a for loop")
+        cname = self.bind_const(getattr(obj, "__name__", "f"), obj)
+        rule = rules.unknown_rule(obj, _qualname(obj))
+        rule.emit, rule.params, rule.operands = cname, tuple(f"a{i}" for i in range(len(args))), ()
+        if kwargs:
+            raise self.error(node, f"keyword arguments to {rule.name} are not supported")
+        return self.emit(rule, args, {}, node)
+
+    def emit_call(self, rule, args, kwargs, node):
+        bound = rules.bind(rule, args, kwargs, lambda msg: self.error(node, msg))
+        operands = [bound[p] for p in rule.operands if p in bound]
+        params = {p: bound[p] for p in rule.params if p not in rule.operands and p in bound}
+        for p, default in rule.defaults.items():
+            params.setdefault(p, Const(default))
+        return self.emit(rule, operands, params, node)
+
+    def emit(self, rule, operands, params, node=None):
+        target = self.names.temp()
+        self.body.append(Prim([target], rule, list(operands), params, self.src.loc(node or self.node)))
+        return Var(target)
+
+    def call_user(self, fn, args, kwargs, node):
+        src_params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        defaults = fn.__defaults__ or ()
+        bound = dict(zip(src_params, args))
+        for k, v in kwargs.items():
+            if k not in src_params or k in bound:
+                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.__name__}()")
+            bound[k] = v
+        first_default = len(src_params) - len(defaults)
+        for i, p in enumerate(src_params):
+            if p not in bound:
+                if i < first_default:
+                    raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
+                bound[p] = self.constant(p, defaults[i - first_default], node)
+        values = [bound[p] for p in src_params]
+        callee = self.program.lower(fn, [tree_of(v) for v in values], node, self.src)
+        leaves = [leaf for v in values for leaf in _leaves(v)]
+        out = self._fresh_like(callee.out_tree)
+        self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))
+        return out
+
+    def _fresh_like(self, tree):
+        if isinstance(tree, Tup):
+            return Tup(tuple(self._fresh_like(t) for t in tree.items))
+        return Var(self.names.temp())
+
+
+def _leaves(value):
+    return list(value.leaves()) if isinstance(value, Tup) else [value]
+
+
+def _ast_op(op):
+    """The standard-library ast class for a gast operator node."""
+    import ast
+    return getattr(ast, type(op).__name__)
+
+
+def _qualname(obj):
+    module = getattr(obj, "__module__", None) or ""
+    return f"{module}.{getattr(obj, '__qualname__', repr(obj))}".lstrip(".")
+
+
+def _all_identifiers(fn_node):
+    return {n.id for n in gast.walk(fn_node) if isinstance(n, gast.Name)}

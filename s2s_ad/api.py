@@ -1,0 +1,227 @@
+"""The public transforms: grad, value_and_grad, vjp, jit, source.
+
+A transform returns a :class:`Transformed` callable.  Nothing is generated
+until the first call, when the argument structure is known; the generated
+function is then cached per structure, so later calls cost only a dispatch.
+"""
+import functools
+import inspect
+import operator
+
+import numpy as np
+
+from . import pipeline, pytree
+from .backends import TARGETS
+
+
+class Transformed:
+    """``fun`` under one transform, built lazily per argument structure."""
+
+    def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
+                 single=False):
+        self.fun = fun
+        self.kind = kind
+        self.argnums = argnums
+        self.single = single
+        self.has_aux = has_aux
+        self.target = target
+        self.options = dict(options or {})
+        self._built = {}
+        self._last = None
+        functools.update_wrapper(self, fun)
+        if kind == "primal":
+            self.__s2s_ad_function__ = fun
+
+    def __repr__(self):
+        return f"<s2s_ad {self.kind} of {self.fun.__qualname__} (target={self.target})>"
+
+    def with_target(self, target, options):
+        return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
+                           target=target, options=options, single=self.single)
+
+    def state(self, trees):
+        st = self._built.get(trees)
+        if st is None:
+            req = pipeline.Request(self.fun, self.kind, trees, self.argnums, self.has_aux,
+                                   self.target, self.options)
+            st = self._built[trees] = pipeline.build(req)
+        self._last = st
+        return st
+
+    def entry(self, args):
+        flat = [pytree.flatten(a) for a in args]
+        trees = tuple(pytree.structure(t) for _, t in flat)
+        st = self.state(trees)
+        leaves = [leaf for ls, _ in flat for leaf in ls]
+        return getattr(st.compiled, st.entry), leaves, [t for _, t in flat]
+
+    def __call__(self, *args):
+        _check_arity(self.fun, args)
+        if self.kind == "primal":
+            entry, leaves, _ = self.entry(args)
+            return entry(*leaves)
+        _check_differentiable(self.fun, args, self.argnums)
+        entry, leaves, treedefs = self.entry(args)
+        out, grads = entry(*leaves)
+        value = out[0] if self.has_aux else out
+        if np.ndim(value) != 0:
+            raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
+                            f"returned an array of shape {np.shape(value)}; use ad.vjp or "
+                            f"ad.jacrev for non-scalar outputs")
+        grads = tuple(pytree.rebuild(g, treedefs[i]) for g, i in zip(grads, self.argnums))
+        grads = grads[0] if self.single else grads
+        if self.kind == "value_and_grad":
+            return out, grads
+        return (grads, out[1]) if self.has_aux else grads
+
+
+def _normalize_argnums(fun, argnums):
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    items = (argnums,) if single else argnums
+    if not isinstance(items, tuple) or not items or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    n = _arg_count(fun)
+    out = []
+    for i in items:
+        if n is not None and not -n <= i < n:
+            raise ValueError(f"argnums={argnums!r} is out of range: {fun.__qualname__} takes "
+                             f"{n} positional arguments")
+        out.append(operator.index(i) % n if n else i)
+    return tuple(out), single
+
+
+def _arg_count(fun):
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _check_arity(fun, args):
+    n = _arg_count(fun)
+    if n is not None and len(args) != n:
+        raise TypeError(f"{fun.__qualname__}() takes {n} positional arguments but "
+                        f"{len(args)} were given")
+
+
+def _check_differentiable(fun, args, argnums):
+    names = list(inspect.signature(fun).parameters)
+    for i in argnums:
+        for leaf in pytree.flatten(args[i])[0]:
+            if not pytree.is_float_leaf(leaf):
+                raise TypeError(
+                    f"cannot differentiate {fun.__qualname__} with respect to argument {i} "
+                    f"('{names[i]}'): it holds {pytree.describe(leaf)}, and only float64/float32 "
+                    f"values are differentiable; pass floats, or leave this argument out of "
+                    f"argnums")
+
+
+def _plain(f):
+    """The user function beneath ``ad.jit``, and the target it asked for."""
+    if isinstance(f, Transformed):
+        if f.kind != "primal":
+            raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
+                            f"forward mode over reverse mode (ad.hessian, ad.hvp)")
+        return f.fun, f.target, f.options
+    if not callable(f):
+        raise TypeError(f"expected a function, got {f!r}")
+    return f, "python", {}
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``."""
+    return _grad(fun, argnums, has_aux, "grad")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """``(value, grad)``, or ``((value, aux), grad)`` with ``has_aux``."""
+    return _grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _grad(fun, argnums, has_aux, kind):
+    f, target, options = _plain(fun)
+    nums, single = _normalize_argnums(f, argnums)
+    t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
+                    single=single)
+    t.kind = kind
+    return t
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
+    f, target, options = _plain(fun)
+    _check_arity(f, primals)
+    argnums = tuple(i for i, p in enumerate(primals)
+                    if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
+    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
+    entry, leaves, treedefs = t.entry(primals)
+    out = _run_primal(f, target, options, primals)
+    value = out[0] if has_aux else out
+    value_leaves, value_def = pytree.flatten(value)
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_def = pytree.flatten(cotangent)
+        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
+            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
+                             f"the output's {_tree_text(value_def)}")
+        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
+            if np.shape(c) != np.shape(v):
+                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
+                                 f"leaf has shape {np.shape(v)}")
+        _, grads = entry(*leaves, *ct_leaves)
+        by_arg = dict(zip(argnums, grads))
+        return tuple(pytree.rebuild(by_arg[i], treedefs[i]) if i in by_arg
+                     else _zeros_like_tree(p) for i, p in enumerate(primals))
+    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
+
+
+def _run_primal(f, target, options, primals):
+    if target == "python":
+        return f(*primals)
+    return Transformed(f, "primal", target=target, options=options)(*primals)
+
+
+def _zeros_like_tree(x):
+    leaves, tree = pytree.flatten(x)
+    return pytree.unflatten([np.zeros_like(v) for v in leaves], tree)
+
+
+def _tree_text(treedef):
+    if treedef is None:
+        return "*"
+    kind, children = treedef
+    inner = ", ".join(_tree_text(c) for c in children)
+    return f"[{inner}]" if kind is list else f"({inner})"
+
+
+def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False):
+    """``fun`` compiled with Numba; a transform of a jitted function is compiled too."""
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel)}
+    if fun is None:
+        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath)
+    if isinstance(fun, Transformed):
+        return fun.with_target(target, options)
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, got {fun!r}")
+    return Transformed(fun, "primal", target=target, options=options)
+
+
+def source(fun, *example_args):
+    """The generated Python source behind a transformed function.
+
+    With example arguments the source is generated for their structure;
+    otherwise for the last call's, or for every argument being one array.
+    """
+    if not isinstance(fun, Transformed):
+        fun = Transformed(fun, "primal")
+    if example_args:
+        trees = tuple(pytree.structure(pytree.flatten(a)[1]) for a in example_args)
+        return fun.state(trees).source
+    if fun._last is not None:
+        return fun._last.source
+    n = _arg_count(fun.fun) or 0
+    return fun.state((None,) * n).source

@@ -1,0 +1,76 @@
+"""compile: generated source -> callable functions.
+
+Two backends share one generated module: ``python`` runs it as plain
+Python/NumPy (the reference, and the debugging view); ``cpu`` compiles every
+function in it with ``numba.njit`` (nopython mode only: code Numba cannot
+compile is an error, never an object-mode fallback).  The module is written
+to a file named by the hash of its text and constants, so tracebacks show
+real lines and Numba's disk cache (``cache=True``) survives new processes.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = ("python", "cpu", "cuda")
+
+
+def cache_dir():
+    root = os.environ.get("S2S_AD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "s2s_ad")
+    path = Path(root) / "generated"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _fingerprint(consts):
+    h = hashlib.sha256()
+    for name, value in sorted(consts.items()):
+        h.update(name.encode())
+        if isinstance(value, np.ndarray):
+            h.update(f"{value.dtype}{value.shape}".encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        else:
+            h.update(f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+                     .encode())
+    return h.hexdigest()
+
+
+def write_module(source, consts, stem):
+    """Write ``source`` to the cache (once) and return its path."""
+    digest = hashlib.sha256((source + _fingerprint(consts)).encode()).hexdigest()[:20]
+    path = cache_dir() / f"{stem}_{digest}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    return path
+
+
+def load(source, consts, functions, stem, target="python", options=None):
+    """Import the generated module and return it, compiled for ``target``."""
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    options = dict(options or {})
+    path = write_module(source, consts, stem)
+    modname = f"s2s_ad_generated.{path.stem}.{target}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(consts)
+    spec.loader.exec_module(module)
+    sys.modules[modname] = module
+    if target == "cpu":
+        import numba
+        njit_options = {"cache": options.get("cache", True),
+                        "fastmath": options.get("fastmath", False)}
+        if options.get("parallel"):
+            njit_options["parallel"] = True
+        for name in functions:
+            setattr(module, name, numba.njit(**njit_options)(getattr(module, name)))
+    elif target == "cuda":
+        raise ValueError("target='cuda' compiles batched functions (ad.vmap); "
+                         "use target='cpu' for this function")
+    return module

@@ -1,0 +1,161 @@
+"""generate: lowered statements -> readable Python source.
+
+Prints :mod:`ir` statements and ``ast`` expressions with ``ast.unparse``,
+adds a comment with the user's line above each block that comes from it, and
+assembles a module that imports only ``math``, ``numpy`` (as ``np``) and the
+runtime (as ``rt``).  Guarantees: the text is valid Python that runs in the
+plain-Python backend and compiles with Numba; names are those the passes
+allocated; no statement is printed that a pass did not ask for.
+"""
+import ast
+
+import numpy as np
+
+from . import rules
+from .ir import Call, Const, Prim, Return, Slice, Tup, Var
+
+_OPERATOR_OF = {name: op for op, name in rules.OPERATORS.items()}
+_UNARY = (ast.USub, ast.UAdd, ast.Not)
+_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+_BOOL = (ast.And, ast.Or)
+
+HEADER = ("import math\n\nimport numpy as np\n\nfrom s2s_ad import runtime as rt\n")
+
+
+def name(n):
+    return ast.Name(n, ast.Load())
+
+
+def atom(a):
+    """An ast expression for an atom, tuple or constant."""
+    if isinstance(a, Var):
+        return name(a.name)
+    if isinstance(a, Tup):
+        return ast.Tuple([atom(x) for x in a.items], ast.Load())
+    if isinstance(a, Slice):
+        return ast.Slice(*(None if b is None else atom(b) for b in (a.lo, a.hi, a.step)))
+    if isinstance(a, Const):
+        return const(a.value)
+    raise TypeError(f"not an atom: {a!r}")
+
+
+def const(v):
+    if isinstance(v, slice):
+        return ast.Slice(*(None if b is None else const(b) for b in (v.start, v.stop, v.step)))
+    if isinstance(v, tuple):
+        return ast.Tuple([const(x) for x in v], ast.Load())
+    if isinstance(v, (bool, int, float, complex, str, type(None))) or v is Ellipsis:
+        return ast.Constant(v)
+    for module, alias in ((np, "np"),):
+        n = getattr(v, "__name__", None)
+        if n and getattr(module, n, None) is v:
+            return name(f"{alias}.{n}")
+    if isinstance(v, np.dtype) and getattr(np, v.name, None) is not None:
+        return name(f"np.{v.name}")
+    raise TypeError(f"cannot print the constant {v!r}")
+
+
+def prim_expr(p):
+    """The right-hand side of a primitive statement."""
+    rule = p.rule
+    args = [atom(a) for a in p.args]
+    op = _OPERATOR_OF.get(rule.name)
+    if op is not None:
+        if issubclass(op, _UNARY):
+            return ast.UnaryOp(op(), args[0])
+        if issubclass(op, _COMPARE):
+            return ast.Compare(args[0], [op()], [args[1]])
+        if issubclass(op, _BOOL):
+            return ast.BoolOp(op(), args)
+        return ast.BinOp(args[0], op(), args[1])
+    if rule.emit == "getitem":
+        return ast.Subscript(args[0], atom(p.params["index"]), ast.Load())
+    if rule.emit == "identity":
+        return args[0]
+    if rule.emit == "attribute":
+        return ast.Attribute(args[0], rule.name, ast.Load())
+    return ast.Call(name(rule.emit), args + _positional_statics(p), _keyword_statics(p))
+
+
+def _positional_statics(p):
+    return [atom(v) for k, v in p.params.items() if k not in p.rule.defaults]
+
+
+def _keyword_statics(p):
+    out = []
+    for k, v in p.params.items():
+        if k in p.rule.defaults and not (isinstance(v, Const) and _same(v.value, p.rule.defaults[k])):
+            out.append(ast.keyword(k, atom(v)))
+    return out
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b
+
+
+def targets(names):
+    if len(names) == 1:
+        return ast.Name(names[0], ast.Store())
+    return ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+
+
+def stmt(s, fn_names=None):
+    """The ast statement for one lowered statement."""
+    if isinstance(s, Prim):
+        return ast.Assign([targets(s.targets)], prim_expr(s), lineno=0)
+    if isinstance(s, Call):
+        callee = fn_names[s.callee.key] if fn_names else s.callee.name
+        call = ast.Call(name(callee), [atom(a) for a in s.args], [])
+        return ast.Assign([targets(s.targets)], call, lineno=0)
+    if isinstance(s, Return):
+        return ast.Return(atom(s.value))
+    raise TypeError(f"cannot print {s!r}")
+
+
+class Writer:
+    """Accumulates indented source lines with user-line comments."""
+
+    def __init__(self):
+        self.lines = []
+        self.nodes = []
+        self.indent = 0
+        self._last_loc = None
+
+    def comment(self, text):
+        self.lines.append("    " * self.indent + "# " + text)
+
+    def loc(self, loc, prefix=""):
+        """A comment naming the user's line, once per run of statements."""
+        key = loc and (loc.filename, loc.lineno, prefix)
+        if loc is None or key == self._last_loc:
+            return
+        self._last_loc = key
+        self.comment(f"{prefix}{loc.text.strip()}  [line {loc.lineno}]")
+
+    def node(self, node):
+        self.nodes.append(node)
+        for line in ast.unparse(ast.fix_missing_locations(node)).splitlines():
+            self.lines.append("    " * self.indent + line)
+
+    def blank(self):
+        self.lines.append("")
+        self._last_loc = None
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+def def_line(w, fname, params):
+    w.lines.append(f"def {fname}({', '.join(params)}):")
+    w._last_loc = None
+
+
+def primal(fn, fname, w, fn_names):
+    """Print the lowered function itself (used by jit and called helpers)."""
+    def_line(w, fname, fn.params)
+    w.indent += 1
+    for s in fn.body:
+        w.loc(s.loc)
+        w.node(stmt(s, fn_names))
+    w.indent -= 1
+    w.blank()

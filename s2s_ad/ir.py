@@ -1,0 +1,116 @@
+"""The intermediate representation between the passes.
+
+``parse`` produces a :class:`FunctionSource` (the user's function as a gast
+tree with every free name resolved); ``normalize`` lowers it to a
+:class:`Function` in A-normal form, which ``activity``, ``reverse`` and
+``codegen`` read.  In A-normal form every statement is one primitive call on
+*atoms* (names and constants), so derivative rules only ever see simple
+statements:
+
+* :class:`Prim` ``t1, ... = rule(args..., **params)``
+* :class:`Call` ``t1, ... = helper(args...)`` (a user function, itself lowered)
+* :class:`Return` the function's single exit, a pytree of atoms.
+
+Tuples and lists of values ("pytrees") never exist at run time in lowered
+code: the normaliser tracks their structure statically and passes leaves.
+"""
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Const:
+    """A compile-time constant (number, bool, None, string, dtype...)."""
+    value: Any
+
+
+@dataclass(frozen=True)
+class Var:
+    """A run-time value held in a local variable."""
+    name: str
+
+
+Atom = Var | Const
+
+
+@dataclass(frozen=True)
+class Tup:
+    """A statically known tuple of atoms or tuples (a pytree node)."""
+    items: tuple
+
+    def leaves(self):
+        for item in self.items:
+            if isinstance(item, Tup):
+                yield from item.leaves()
+            else:
+                yield item
+
+
+@dataclass(frozen=True)
+class Slice:
+    """``lo:hi:step`` inside an index; bounds are atoms or None."""
+    lo: Any = None
+    hi: Any = None
+    step: Any = None
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where a statement came from in the user's source."""
+    filename: str
+    lineno: int
+    col: int
+    text: str
+
+
+@dataclass
+class Prim:
+    """``targets = rule(*args, **params)``.
+
+    ``args`` are the rule's positional operands (atoms, or :class:`Tup` for
+    sequence operands such as ``np.concatenate``'s); ``params`` are static
+    keyword parameters (axis, keepdims, shape, index...).
+    """
+    targets: list
+    rule: Any
+    args: list
+    params: dict = field(default_factory=dict)
+    loc: Loc | None = None
+
+
+@dataclass
+class Call:
+    """``targets = callee(*args)`` for a lowered user function."""
+    targets: list
+    callee: "Function"
+    args: list
+    loc: Loc | None = None
+
+
+@dataclass
+class Return:
+    value: Any  # Atom or Tup
+    loc: Loc | None = None
+
+
+@dataclass
+class Function:
+    """A user function lowered to A-normal form.
+
+    ``params`` are the leaf parameter names in order; ``param_trees`` maps each
+    original parameter to its structure (a :class:`Var` or :class:`Tup` of
+    leaves).  ``consts`` are module-level and closed-over values the body
+    reads, by the name the generated module binds them to.
+    """
+    name: str
+    params: list
+    param_trees: list
+    body: list
+    consts: dict
+    source: Any  # FunctionSource
+    names: Any = None  # the Names allocator, shared with later passes
+    key: tuple = ()
+
+    @property
+    def out_tree(self):
+        return self.body[-1].value

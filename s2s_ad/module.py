@@ -1,0 +1,69 @@
+"""Assembles the generated module: the entry function, the user functions
+it calls (once each) and their VJPs (once per activity pattern)."""
+from . import codegen, reverse
+
+
+class ModuleBuilder:
+    def __init__(self, program):
+        self.program = program
+        self.names = program.module_names
+        self.fn_names = {}    # Function.key -> printed primal name
+        self.parts = []
+        self.defined = []     # every printed function name, for the backends
+        self._vjps = {}
+
+    def primal(self, fn, fname=None):
+        """Print ``fn`` and every user function it calls, each once."""
+        if fn.key in self.fn_names and fname is None:
+            return self.fn_names[fn.key]
+        fname = fname or fn.name
+        self.fn_names[fn.key] = fname
+        for callee in _callees(fn):
+            self.primal(callee)
+        w = codegen.Writer()
+        codegen.primal(fn, fname, w, self.fn_names)
+        self._add(fname, w.text())
+        return fname
+
+    def helper_vjp(self, callee, in_names, seeds):
+        key = (callee.key, in_names, seeds)
+        if key not in self._vjps:
+            self.primal(callee)
+            fname = self.names.fresh("vjp_" + callee.name)
+            self._vjps[key] = fname
+            self._add(fname, reverse.helper_vjp_source(self, callee, in_names, seeds, fname))
+        return self._vjps[key]
+
+    def entry_vjp(self, fn, argnums, mode, has_aux):
+        fname = self.names.fresh(f"{mode}_{fn.name}")
+        for callee in _callees(fn):
+            self.primal(callee)
+        self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux))
+        return fname
+
+    def _add(self, fname, text):
+        self.defined.append(fname)
+        self.parts.append(text)
+
+    def source(self, header):
+        consts = ", ".join(f"{k} ({_describe(v)})" for k, v in self.program.consts.items())
+        lines = [f"# {line}" for line in header]
+        if consts:
+            lines.append(f"# module constants bound at import: {consts}")
+        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + "\n".join(self.parts)
+
+
+def _callees(fn):
+    from .ir import Call
+    seen = []
+    for s in fn.body:
+        if isinstance(s, Call) and s.callee not in seen:
+            seen.append(s.callee)
+    return seen
+
+
+def _describe(v):
+    shape = getattr(v, "shape", None)
+    if shape is not None:
+        return f"{type(v).__name__} {getattr(v, 'dtype', '')} {shape}"
+    return getattr(v, "__qualname__", type(v).__name__)

@@ -1,0 +1,126 @@
+"""Array primitives: reductions, linear algebra, shape operations, indexing,
+constructors.
+
+Linear primitives declare their transpose as VJP templates; where Numba lacks
+a NumPy feature (``axis``/``keepdims`` reductions, mixed-dtype ``dot``), the
+primal is printed as a call to the runtime's equivalent.
+"""
+import ast
+
+import numpy as np
+
+from .. import _stop
+from .registry import Rule, linear, nondiff, register
+
+AXES = {"axis": None, "keepdims": False}
+
+# -- reductions ----------------------------------------------------------
+linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
+       {"a": "rt.sum_grad(g, a, axis, keepdims)"}, emit="rt.sum", defaults=AXES,
+       methods=("sum",))
+linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
+       {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
+       methods=("mean",))
+linear("np.prod", np.prod, ("a", "axis", "keepdims"), ("a",),
+       {"a": "rt.prod_grad(g, a, axis, keepdims)"}, emit="rt.prod", defaults=AXES,
+       methods=("prod",))
+linear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
+       {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, emit="rt.amax", defaults=AXES,
+       methods=("max",), also=(np.amax,))
+linear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
+       {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, emit="rt.amin", defaults=AXES,
+       methods=("min",), also=(np.amin,))
+
+# -- linear algebra --------------------------------------------------------
+linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
+       {"a": "rt.dot_grad_a(g, a, b)", "b": "rt.dot_grad_b(g, a, b)"}, emit="rt.dot",
+       methods=("dot",))
+linear("np.matmul", np.matmul, ("x1", "x2"), ("x1", "x2"),
+       {"x1": "rt.matmul_grad_a(g, x1, x2)", "x2": "rt.matmul_grad_b(g, x1, x2)"},
+       emit="rt.matmul", operator=ast.MatMult)
+linear("np.inner", np.inner, ("a", "b"), ("a", "b"),
+       {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner")
+linear("np.outer", np.outer, ("a", "b"), ("a", "b"),
+       {"a": "rt.reshape_like(rt.dot(g, np.ravel(b)), a)",
+        "b": "rt.reshape_like(rt.dot(np.ravel(a), g), b)"})
+
+# -- shape operations --------------------------------------------------------
+_RESHAPE_BACK = {"a": "rt.reshape_like(g, a)"}
+linear("np.reshape", np.reshape, ("a", "shape"), ("a",), _RESHAPE_BACK, methods=("reshape",))
+linear("np.ravel", np.ravel, ("a",), ("a",), _RESHAPE_BACK, methods=("ravel", "flatten"))
+linear("np.squeeze", np.squeeze, ("a", "axis"), ("a",), _RESHAPE_BACK, emit="rt.squeeze",
+       defaults={"axis": None}, methods=("squeeze",))
+linear("np.expand_dims", np.expand_dims, ("a", "axis"), ("a",), _RESHAPE_BACK)
+linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
+       {"a": "rt.transpose_grad(g, axes)"}, defaults={"axes": None},
+       methods=("transpose",))
+linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",))
+linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"})
+linear("float", float, ("x",), ("x",), {"x": "g"})
+
+
+def _concatenate_vjp(i, items, g, params, atom):
+    """Cotangent of the i-th array of ``np.concatenate``: its slice of g."""
+    axis = params["axis"]
+    offset = None
+    for prev in items[:i]:
+        size = ast.Subscript(ast.Call(ast.Name("np.shape"), [atom(prev)], []),
+                             ast.Constant(axis), ast.Load())
+        offset = size if offset is None else ast.BinOp(offset, ast.Add(), size)
+    size = ast.Subscript(ast.Call(ast.Name("np.shape"), [atom(items[i])], []),
+                         ast.Constant(axis), ast.Load())
+    return ast.Call(ast.Name("rt.split_grad"),
+                    [g, offset or ast.Constant(0), size, ast.Constant(axis)], [])
+
+
+def _stack_vjp(i, items, g, params, atom):
+    """Cotangent of the i-th array of ``np.stack``: g's i-th slice."""
+    return ast.Call(ast.Name("rt.stack_grad"),
+                    [g, ast.Constant(i), ast.Constant(params["axis"])], [])
+
+
+def _array_vjp(i, items, g, params, atom):
+    """Cotangent of the i-th element of ``np.array([...])``."""
+    return ast.Subscript(g, ast.Constant(i), ast.Load())
+
+
+linear("np.concatenate", np.concatenate, ("arrays", "axis"), ("arrays",),
+       {"arrays": _concatenate_vjp}, defaults={"axis": 0})
+linear("np.stack", np.stack, ("arrays", "axis"), ("arrays",), {"arrays": _stack_vjp},
+       defaults={"axis": 0})
+linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp})
+
+# -- indexing ----------------------------------------------------------------
+# The reverse transform accumulates ``g`` into the indexed part of the
+# operand's adjoint in place, so reading one element costs O(1).
+register(Rule(name="getitem", params=("x", "index"), operands=("x",),
+              vjp={"x": "rt.index_grad(g, x, index)"}, emit="getitem"))
+
+# -- stop_gradient -----------------------------------------------------------
+register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,
+              emit="identity"), _stop.stop_gradient)
+
+# -- constructors and queries: zero derivative ----------------------------------
+_DTYPE = {"dtype": None}
+for _fn in ("zeros", "ones", "empty"):
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("shape", "dtype"), defaults=_DTYPE,
+            operands=())
+for _fn in ("zeros_like", "ones_like", "empty_like"):
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("a", "dtype"), defaults=_DTYPE, operands=("a",))
+linear("np.full", np.full, ("shape", "fill_value", "dtype"), ("fill_value",),
+       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE)
+linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_value"),
+       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE)
+nondiff("np.arange", np.arange, ("start", "stop", "step"), defaults={"stop": None, "step": None})
+nondiff("np.eye", np.eye, ("N",))
+nondiff("np.shape", np.shape, ("a",))
+nondiff("np.ndim", np.ndim, ("a",))
+nondiff("np.size", np.size, ("a",))
+nondiff("len", len, ("obj",))
+nondiff("int", int, ("x",))
+nondiff("np.argmax", np.argmax, ("a", "axis"), defaults={"axis": None}, operands=("a",),
+        methods=("argmax",))
+nondiff("np.argmin", np.argmin, ("a", "axis"), defaults={"axis": None}, operands=("a",),
+        methods=("argmin",))
+nondiff("np.argsort", np.argsort, ("a",), methods=("argsort",))
+nondiff("dtype", None, ("a",), emit="attribute")

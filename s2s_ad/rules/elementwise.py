@@ -1,0 +1,111 @@
+"""Elementwise primitives: NumPy ufuncs, operators and ``math`` functions.
+
+Each is declared by its partial derivatives in terms of its operands and its
+output ``out``; the reverse and forward rules follow from them.  Domains in
+``samples`` keep the generic tests inside each function's domain.
+"""
+import ast
+import math
+
+import numpy as np
+
+from .registry import elementwise, nondiff
+
+POS = "positive"     # sample inputs in (0.5, 2)
+UNIT = "unit"        # sample inputs in (-0.9, 0.9)
+
+# Operators share the rules of their NumPy functions.
+elementwise("np.add", np.add, ("x1", "x2"), {"x1": "1.0", "x2": "1.0"}, operator=ast.Add)
+elementwise("np.subtract", np.subtract, ("x1", "x2"), {"x1": "1.0", "x2": "-1.0"},
+            operator=ast.Sub)
+elementwise("np.multiply", np.multiply, ("x1", "x2"), {"x1": "x2", "x2": "x1"},
+            operator=ast.Mult)
+elementwise("np.divide", np.divide, ("x1", "x2"), {"x1": "1.0 / x2", "x2": "-out / x2"},
+            operator=ast.Div, also=(np.true_divide,))
+elementwise("np.power", np.power, ("x1", "x2"),
+            {"x1": "x2 * x1 ** (x2 - 1)", "x2": "out * np.log(x1)"},
+            operator=ast.Pow, samples=POS)
+elementwise("np.negative", np.negative, ("x",), {"x": "-1.0"}, operator=ast.USub)
+elementwise("np.positive", np.positive, ("x",), {"x": "1.0"}, operator=ast.UAdd)
+elementwise("np.mod", np.mod, ("x1", "x2"), {"x1": "1.0", "x2": "-np.floor(x1 / x2)"},
+            operator=ast.Mod, samples=POS, also=(np.remainder,))
+
+_UNARY = {
+    "sin": ("np.cos(x)", None), "cos": ("-np.sin(x)", None),
+    "tan": ("1.0 + out * out", UNIT),
+    "arcsin": ("1.0 / np.sqrt(1.0 - x * x)", UNIT),
+    "arccos": ("-1.0 / np.sqrt(1.0 - x * x)", UNIT),
+    "arctan": ("1.0 / (1.0 + x * x)", None),
+    "sinh": ("np.cosh(x)", None), "cosh": ("np.sinh(x)", None),
+    "tanh": ("1.0 - out * out", None),
+    "arcsinh": ("1.0 / np.sqrt(x * x + 1.0)", None),
+    "arccosh": ("1.0 / np.sqrt(x * x - 1.0)", "above_one"),
+    "arctanh": ("1.0 / (1.0 - x * x)", UNIT),
+    "exp": ("out", None), "exp2": ("out * 0.6931471805599453", None),
+    "expm1": ("out + 1.0", None),
+    "log": ("1.0 / x", POS), "log1p": ("1.0 / (1.0 + x)", POS),
+    "log2": ("1.0 / (x * 0.6931471805599453)", POS),
+    "log10": ("1.0 / (x * 2.302585092994046)", POS),
+    "sqrt": ("0.5 / out", POS), "cbrt": ("1.0 / (3.0 * out * out)", POS),
+    "square": ("2.0 * x", None), "reciprocal": ("-out * out", POS),
+    "abs": ("np.sign(x)", None),
+}
+for _fn, (_partial, _dom) in _UNARY.items():
+    _obj = getattr(np, _fn)
+    elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom,
+                methods=("__abs__",) if _fn == "abs" else ())
+
+elementwise("np.arctan2", np.arctan2, ("x1", "x2"),
+            {"x1": "x2 / (x1 * x1 + x2 * x2)", "x2": "-x1 / (x1 * x1 + x2 * x2)"})
+elementwise("np.hypot", np.hypot, ("x1", "x2"), {"x1": "x1 / out", "x2": "x2 / out"})
+# Ties send the whole cotangent to the first operand, as NumPy's choice of
+# value does; the derivative is one-sided there either way.
+elementwise("np.maximum", np.maximum, ("x1", "x2"), {"x1": "x1 >= x2", "x2": "x1 < x2"})
+elementwise("np.minimum", np.minimum, ("x1", "x2"), {"x1": "x1 <= x2", "x2": "x1 > x2"})
+elementwise("np.where", np.where, ("condition", "x", "y"),
+            {"x": "condition", "y": "np.logical_not(condition)"})
+elementwise("np.clip", np.clip, ("a", "a_min", "a_max"),
+            {"a": "(a >= a_min) & (a <= a_max)", "a_min": "a < a_min",
+             "a_max": "a > a_max"}, methods=("clip",))
+
+# math functions act on Python floats.
+_MATH = {
+    "sin": "math.cos(x)", "cos": "-math.sin(x)", "tan": "1.0 + out * out",
+    "asin": "1.0 / math.sqrt(1.0 - x * x)", "acos": "-1.0 / math.sqrt(1.0 - x * x)",
+    "atan": "1.0 / (1.0 + x * x)", "sinh": "math.cosh(x)", "cosh": "math.sinh(x)",
+    "tanh": "1.0 - out * out", "exp": "out", "expm1": "out + 1.0",
+    "log": "1.0 / x", "log1p": "1.0 / (1.0 + x)", "log2": "1.0 / (x * 0.6931471805599453)",
+    "log10": "1.0 / (x * 2.302585092994046)", "sqrt": "0.5 / out", "fabs": "math.copysign(1.0, x)",
+    "asinh": "1.0 / math.sqrt(x * x + 1.0)", "atanh": "1.0 / (1.0 - x * x)",
+    "erf": "1.1283791670955126 * math.exp(-x * x)",
+    "erfc": "-1.1283791670955126 * math.exp(-x * x)",
+}
+_MATH_DOMAIN = {"asin": UNIT, "acos": UNIT, "atanh": UNIT, "tan": UNIT, "log": POS,
+                "log1p": POS, "log2": POS, "log10": POS, "sqrt": POS}
+for _fn, _partial in _MATH.items():
+    elementwise(f"math.{_fn}", getattr(math, _fn), ("x",), {"x": _partial},
+                samples=_MATH_DOMAIN.get(_fn))
+elementwise("math.pow", math.pow, ("x", "y"),
+            {"x": "y * math.pow(x, y - 1.0)", "y": "out * math.log(x)"}, samples=POS)
+elementwise("math.atan2", math.atan2, ("y", "x"),
+            {"y": "x / (x * x + y * y)", "x": "-y / (x * x + y * y)"})
+elementwise("math.hypot", math.hypot, ("x", "y"), {"x": "x / out", "y": "y / out"})
+
+# Zero-derivative elementwise functions and comparisons.
+for _fn in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinite",
+            "logical_not"):
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("x",))
+nondiff("np.round", np.round, ("a", "decimals"), defaults={"decimals": 0},
+        operands=("a",), also=(np.around,), methods=("round",))
+for _fn in ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite"):
+    nondiff(f"math.{_fn}", getattr(math, _fn), ("x",))
+_COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
+            "greater_equal": ast.GtE, "equal": ast.Eq, "not_equal": ast.NotEq}
+for _fn, _op in _COMPARE.items():
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("x1", "x2"), operator=_op)
+for _fn in ("logical_and", "logical_or", "logical_xor"):
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("x1", "x2"))
+nondiff("np.floor_divide", np.floor_divide, ("x1", "x2"), operator=ast.FloorDiv)
+nondiff("and", None, ("x1", "x2"), operator=ast.And)
+nondiff("or", None, ("x1", "x2"), operator=ast.Or)
+nondiff("not", None, ("x",), operator=ast.Not)

@@ -1,0 +1,164 @@
+"""The rule registry: one declaration per primitive.
+
+A :class:`Rule` says how to print a primitive in generated code and how to
+differentiate it.  Elementwise primitives declare only their partial
+derivatives (``partials``); the reverse transform turns them into
+``g * partial`` (un-broadcast to the operand's shape), and the forward
+transform into ``partial * d_operand``.  Other primitives declare their VJP
+per operand as a template.  Templates are plain Python expressions over the
+names ``g`` (the output's cotangent), ``out`` (the output), the rule's
+parameter names, and the fixed aliases ``np``, ``math`` and ``rt`` (the
+runtime) -- the same subset the compiler differentiates, so generated
+derivative code can be differentiated again.
+
+Rules are data: the documentation table and the generic rule tests are
+generated from :data:`RULES`.
+"""
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+RULES: dict = {}        # canonical name -> Rule
+_BY_OBJECT: dict = {}   # id(python object) -> Rule
+METHODS: dict = {}      # array method name -> canonical rule name
+OPERATORS: dict = {}    # ast operator class -> canonical rule name
+
+
+@dataclass
+class Rule:
+    """How one primitive is printed and differentiated.
+
+    ``params`` lists every parameter in call order; ``operands`` are those
+    holding run-time values that may be differentiated (atoms, or tuples of
+    atoms for sequence parameters such as ``np.concatenate``'s); the others
+    are static options (axis, shape...).  ``vjp`` maps each differentiable
+    operand to its cotangent template (or a callable building it for
+    sequence operands); ``partials`` does the same for elementwise rules.
+    ``nondiff`` rules have zero derivative (``np.sign``, comparisons,
+    constructors); ``unknown`` marks a callable with no rule at all.
+    """
+    name: str
+    params: tuple
+    operands: tuple
+    emit: Any = None                  # dotted path, ast operator, or callable
+    defaults: dict = field(default_factory=dict)
+    partials: dict = field(default_factory=dict)
+    vjp: dict = field(default_factory=dict)
+    broadcast: bool = False
+    nondiff: bool = False
+    unknown: bool = False
+    obj: Any = None
+    doc: str = ""
+    samples: Any = None               # domain hints for the generic tests
+
+    @property
+    def diff_operands(self):
+        if self.nondiff:
+            return ()
+        return tuple(p for p in self.operands if p in self.partials or p in self.vjp)
+
+    @property
+    def elementwise(self):
+        return bool(self.partials)
+
+    def template(self, operand, broadcast=True):
+        """The cotangent template for ``operand``, as an ast expression.
+
+        ``broadcast=False`` when the other operands are Python scalars, so
+        the operand already has the output's shape.
+        """
+        if operand in self.partials:
+            expr = f"g * ({self.partials[operand]})"
+            if self.broadcast and broadcast:
+                expr = f"rt.unbroadcast({expr}, {operand})"
+            return _parse(expr)
+        spec = self.vjp[operand]
+        return spec if callable(spec) else _parse(spec)
+
+
+_PARSED: dict = {}
+
+
+def _parse(expr):
+    if expr not in _PARSED:
+        _PARSED[expr] = ast.parse(expr, mode="eval").body
+    return _PARSED[expr]
+
+
+def register(rule, *objects, methods=(), operator=None):
+    """Add ``rule``; ``objects`` are the Python callables that denote it."""
+    if rule.name in RULES:
+        raise ValueError(f"rule {rule.name} declared twice")
+    RULES[rule.name] = rule
+    for obj in objects:
+        if obj is None:
+            continue
+        _BY_OBJECT[id(obj)] = rule
+        rule.obj = rule.obj or obj
+    for m in methods:
+        METHODS[m] = rule.name
+    if operator is not None:
+        OPERATORS[operator] = rule.name
+    return rule
+
+
+def lookup(obj):
+    """The rule for a Python callable, or None."""
+    return _BY_OBJECT.get(id(obj))
+
+
+def unknown_rule(obj, name):
+    """A placeholder rule for a callable with no derivative rule.
+
+    Calls to it are allowed where nothing is differentiated through them;
+    the activity pass raises NonDifferentiableError otherwise.
+    """
+    return Rule(name=name, params=(), operands=(), emit=None, unknown=True, obj=obj)
+
+
+def elementwise(name, obj, params, partials, *, emit=None, methods=(), operator=None,
+                samples=None, also=()):
+    """Declare an elementwise primitive by its partial derivatives."""
+    rule = Rule(name=name, params=tuple(params), operands=tuple(params), emit=emit or name,
+                partials=dict(partials), broadcast=len(params) > 1, samples=samples)
+    return register(rule, obj, *also, methods=methods, operator=operator)
+
+
+def nondiff(name, obj, params, *, emit=None, defaults=None, operands=None, methods=(),
+            operator=None, also=()):
+    """Declare a primitive with zero derivative."""
+    rule = Rule(name=name, params=tuple(params),
+                operands=tuple(params if operands is None else operands),
+                emit=emit or name, defaults=dict(defaults or {}), nondiff=True)
+    return register(rule, obj, *also, methods=methods, operator=operator)
+
+
+def linear(name, obj, params, operands, vjp, *, emit=None, defaults=None, methods=(),
+           operator=None, samples=None, also=()):
+    """Declare a primitive by its VJP templates (one per operand)."""
+    rule = Rule(name=name, params=tuple(params), operands=tuple(operands), emit=emit or name,
+                defaults=dict(defaults or {}), vjp=dict(vjp), samples=samples)
+    return register(rule, obj, *also, methods=methods, operator=operator)
+
+
+def bind(rule, args, kwargs, error):
+    """Match call arguments to ``rule.params``; returns {param: value}.
+
+    ``error(msg)`` builds the exception for a bad call.
+    """
+    bound = {}
+    if len(args) > len(rule.params):
+        raise error(f"{rule.name} takes at most {len(rule.params)} positional arguments")
+    for p, a in zip(rule.params, args):
+        bound[p] = a
+    for k, v in kwargs.items():
+        if k not in rule.params:
+            raise error(f"{rule.name} got an unsupported keyword argument '{k}'")
+        if k in bound:
+            raise error(f"{rule.name} got multiple values for argument '{k}'")
+        bound[k] = v
+    for p in rule.params:
+        if p not in bound and p not in rule.defaults:
+            raise error(f"{rule.name} is missing the argument '{p}'")
+    return bound
+
