@@ -5,6 +5,7 @@ when Numba is importable, each also gets a nopython implementation via
 numba.extending.overload, so the same names work inside @numba.njit code.
 """
 
+from .control import range_last, snapshot
 from .linalg import (dot, dot_grad_a, dot_grad_b, inner, inner_grad_a,
                      inner_grad_b, matmul, matmul_grad_a, matmul_grad_b)
 from .plumbing import like, reshape_like, unbroadcast, zeros_like
@@ -30,4 +31,5 @@ __all__ = [
     "dot_grad_a", "dot_grad_b", "matmul_grad_a", "matmul_grad_b",
     "inner_grad_a", "inner_grad_b",
     "squeeze", "transpose_grad", "split_grad", "stack_grad", "index_grad",
+    "range_last", "snapshot",
 ]

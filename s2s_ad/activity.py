@@ -3,14 +3,15 @@
 Receives a lowered :class:`~s2s_ad.ir.Function`, the leaf names being
 differentiated (``wrt``) and the output leaves that receive a cotangent
 (``seeds``).  Guarantees: ``active`` holds exactly the names that depend on a
-differentiated input *and* influence a seeded output; only those get
+differentiated input *and* influence a seeded output (iterated to a fixed
+point around loops; an array written in place is one name); only those get
 adjoints or tangents.  A call on an active path that has no derivative rule
 raises :class:`~s2s_ad.errors.NonDifferentiableError` at the user's line.
 """
 from dataclasses import dataclass
 
 from .errors import NonDifferentiableError
-from .ir import Call, Prim, Tup, Var
+from .ir import Call, Prim, Tup, Var, walk
 
 
 @dataclass
@@ -42,19 +43,34 @@ def diff_args(s):
     return [(a, p) for a, p in zip(s.args, s.rule.operands) if p in diff]
 
 
+def outputs(s):
+    """Names a statement gives a value to (an element write: its array)."""
+    if isinstance(s, Prim) and s.rule.mutates:
+        return [s.args[0].name]
+    return s.targets
+
+
 def analyse(fn, wrt, seeds):
+    stmts = [s for s in walk(fn.body) if isinstance(s, (Prim, Call))]
     varied = set(wrt)
-    for s in fn.body:
-        if isinstance(s, (Prim, Call)):
-            ins = set(var_leaves(a for a, _ in diff_args(s)))
-            if ins & varied:
-                varied.update(s.targets)
+    while True:
+        before = len(varied)
+        for s in stmts:
+            if set(var_leaves(a for a, _ in diff_args(s))) & varied:
+                varied.update(outputs(s))
+        if len(varied) == before:
+            break
     useful = set(seeds)
-    for s in reversed(fn.body):
-        if isinstance(s, (Prim, Call)) and useful.intersection(s.targets):
-            useful.update(var_leaves(a for a, _ in diff_args(s)))
-            if isinstance(s, Prim) and s.rule.unknown:
-                _check_unknown(s, varied)
+    while True:
+        before = len(useful)
+        for s in reversed(stmts):
+            if useful.intersection(outputs(s)):
+                useful.update(var_leaves(a for a, _ in diff_args(s)))
+        if len(useful) == before:
+            break
+    for s in stmts:
+        if isinstance(s, Prim) and s.rule.unknown and useful.intersection(s.targets):
+            _check_unknown(s, varied)
     return Activity(varied, useful)
 
 

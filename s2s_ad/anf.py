@@ -19,7 +19,7 @@ import gast
 import numpy as np
 
 from . import rules
-from .ir import Call, Const, Function, Prim, Return, Slice, Tup, Var
+from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While
 from .names import Names
 from .parse import FunctionSource, is_user_function
 
@@ -118,8 +118,6 @@ class Lowerer:
     def run(self):
         for stmt in self.src.node.body:
             self.node = stmt
-            if self.body and isinstance(self.body[-1], Return):
-                raise self.error(stmt, "code after return is unreachable; remove it")
             self.stmt(stmt)
         if not self.body or not isinstance(self.body[-1], Return):
             self.body.append(Return(Const(None), self.src.loc(self.src.node)))
@@ -150,13 +148,20 @@ class Lowerer:
             self.assign(target, value)
 
     def stmt_AugAssign(self, node):
-        if not isinstance(node.target, gast.Name):
-            raise self.error(node, "augmented assignment to an array element is not supported; "
-                             "write the update as an expression, e.g. y = y + e")
-        load = gast.Name(node.target.id, gast.Load(), None, None)
-        gast.copy_location(load, node.target)
-        binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
-        self.assign(node.target, self.expr(binop))
+        # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
+        # name sees the update, unlike NumPy's in-place ``+=``).
+        target = node.target
+        if isinstance(target, gast.Name):
+            load = gast.copy_location(gast.Name(target.id, gast.Load(), None, None), target)
+            binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
+            self.assign(target, self.expr(binop))
+        elif isinstance(target, gast.Subscript):
+            storage, index = self.storage(target), self.index(target.slice)
+            old = self.emit(rules.RULES["getitem"], [storage], {"index": index})
+            new = self.operator(node.op, [old, self.expr(node.value)], node)
+            self.emit_setitem(storage, index, new)
+        else:
+            raise self.error(node, "only names and array elements can be updated")
 
     def stmt_Return(self, node):
         value = Const(None) if node.value is None else self.expr(node.value)
@@ -168,10 +173,146 @@ class Lowerer:
         elif isinstance(target, (gast.Tuple, gast.List)):
             self.unpack(target, value)
         elif isinstance(target, gast.Subscript):
-            raise self.error(target, "writing into an array element is not supported; "
-                             "build the new array with an expression (np.where, np.concatenate)")
+            storage = self.storage(target)
+            if isinstance(value, Tup):
+                raise self.error(target, "cannot store a tuple into an array element")
+            self.emit_setitem(storage, self.index(target.slice), value)
         else:
             raise self.error(target, "only names and tuples of names can be assigned to")
+
+    def storage(self, target):
+        """The array an element assignment writes into."""
+        storage = self.expr(target.value)
+        if not isinstance(storage, Var) or storage.name in self.program.consts:
+            raise self.error(target, "only local arrays can be written into; copy a module-level "
+                             "array first (a = np.copy(A))")
+        return storage
+
+    def emit_setitem(self, storage, index, value):
+        self.body.append(Prim([], rules.RULES["setitem"], [storage, value], {"index": index},
+                              self.src.loc(self.node)))
+
+    # -- control flow ---------------------------------------------------------
+    def block(self, stmts):
+        """Lower ``stmts`` into a new statement list (a nested block)."""
+        saved, self.body = self.body, []
+        for st in stmts:
+            node, self.node = self.node, st
+            self.stmt(st)
+            self.node = node
+        block, self.body = self.body, saved
+        return block
+
+    def stmt_If(self, node):
+        cond = self.expr(node.test)
+        before = dict(self.env)
+        body = self.block(node.body)
+        after_body, self.env = self.env, dict(before)
+        orelse = self.block(node.orelse)
+        after_else, self.env = self.env, before
+        joins = self.join(node, [(body, after_body), (orelse, after_else)])
+        self.body.append(If(cond, body, orelse, self.src.loc(node), joins))
+
+    def join(self, node, branches):
+        """Variables that differ between branches get one name after the if.
+
+        Returns {joined name: (assigned in body, assigned in orelse)}.
+        """
+        joins = {}
+        names = set().union(*(env for _, env in branches))
+        for name in sorted(names):
+            values = [env.get(name) for _, env in branches]
+            if all(v == values[0] for v in values):
+                if values[0] is not None:
+                    self.env[name] = values[0]
+                continue
+            joined = self.fresh_like(name, next(v for v in values if v is not None), node)
+            for (block, _), value in zip(branches, values):
+                if value is not None:
+                    self.copy_into(block, joined, value, node)
+            self.env[name] = joined
+            for leaf in _leaves(joined):
+                joins[leaf.name] = tuple(v is not None for v in values)
+        return joins
+
+    def fresh_like(self, name, value, node):
+        if isinstance(value, Tup):
+            return Tup(tuple(self.fresh_like(f"{name}_{i}", v, node)
+                             for i, v in enumerate(value.items)))
+        return Var(self.names.user(name))
+
+    def copy_into(self, block, target, value, node):
+        if isinstance(target, Tup):
+            if not (isinstance(value, Tup) and len(value.items) == len(target.items)):
+                raise self.error(node, "a variable holds tuples of different structure on "
+                                 "different paths; give it one structure")
+            for t, v in zip(target.items, value.items):
+                self.copy_into(block, t, v, node)
+        elif isinstance(value, Tup):
+            raise self.error(node, "a variable holds a tuple on one path and a value on another")
+        elif value != target:
+            block.append(Prim([target.name], rules.RULES["copy"], [value], {}, None))
+
+    def enter_loop(self, node, body):
+        """Header names for the variables a loop body assigns."""
+        headers = {}
+        for name in sorted(_stored_names(body)):
+            if name in self.env:
+                header = self.fresh_like(name, self.env[name], node)
+                self.copy_into(self.body, header, self.env[name], node)
+                self.env[name] = headers[name] = header
+            else:
+                headers[name] = None
+        return headers
+
+    def exit_loop(self, node, headers, body):
+        for name, header in headers.items():
+            if name not in self.env:
+                continue
+            value = self.env[name]
+            if header is None:
+                header = self.fresh_like(name, value, node)
+            self.copy_into(body, header, value, node)
+            headers[name] = header
+        for name, header in headers.items():
+            if header is not None:
+                self.env[name] = header
+        return [leaf.name for h in headers.values() if h is not None for leaf in _leaves(h)]
+
+    def stmt_For(self, node):
+        start, stop, step = (self.expr(a) for a in node.iter.args)
+        if not isinstance(node.target, gast.Name):
+            raise self.error(node, "a range loop needs a single loop variable")
+        headers = self.enter_loop(node, node.body)
+        index = Var(self.names.user(node.target.id))
+        self.env[node.target.id] = index
+        body = self.block(node.body)
+        carried = self.exit_loop(node, headers, body)
+        self.env[node.target.id] = index
+        self.body.append(For(index.name, start, stop, step, body, self.src.loc(node), carried))
+
+    def stmt_While(self, node):
+        headers = self.enter_loop(node, node.body)
+        saved, self.body = self.body, []
+        cond = self.expr(node.test)
+        test, self.body = self.body, saved
+        body = self.block(node.body)
+        carried = self.exit_loop(node, headers, body)
+        self.body.append(While(test, cond, body, self.src.loc(node), carried))
+
+    def expr_IfExp(self, node):
+        cond = self.expr(node.test)
+        target = Var(self.names.temp())
+        branches = []
+        for sub in (node.body, node.orelse):
+            saved, self.body = self.body, []
+            value = self.expr(sub)
+            self.copy_into(self.body, target, value, node)
+            branches.append(self.body)
+            self.body = saved
+        self.body.append(If(cond, branches[0], branches[1], self.src.loc(node),
+                            {target.name: (True, True)}))
+        return target
 
     def unpack(self, target, value):
         n = len(target.elts)
@@ -190,8 +331,8 @@ class Lowerer:
     def bind(self, name, value):
         """Bind a user variable; a fresh temporary is renamed after it."""
         last = self.body[-1] if self.body else None
-        if (isinstance(value, Var) and value.name.startswith("_t") and last is not None
-                and not isinstance(last, Return) and last.targets == [value.name]):
+        if (isinstance(value, Var) and value.name.startswith("_t") and isinstance(last, (Prim, Call))
+                and last.targets == [value.name]):
             value = Var(self.names.user(name))
             last.targets = [value.name]
         self.env[name] = value
@@ -265,10 +406,26 @@ class Lowerer:
         return result
 
     def expr_BoolOp(self, node):
-        values = [self.expr(v) for v in node.values]
-        result = values[0]
-        for v in values[1:]:
-            result = self.operator(node.op, [result, v], node)
+        """``a and b`` / ``a or b``, evaluating ``b`` only when Python would."""
+        result = self.expr(node.values[0])
+        for sub in node.values[1:]:
+            saved, self.body = self.body, []
+            right = self.expr(sub)
+            scratch, self.body = self.body, saved
+            if all(isinstance(p, Prim) and p.rule.nondiff and p.rule.name != "getitem"
+                   for p in scratch):
+                self.body.extend(scratch)    # cheap and safe: evaluate eagerly
+                result = self.operator(node.op, [result, right], node)
+                continue
+            target = Var(self.names.temp())
+            self.copy_into(scratch, target, right, node)
+            keep = []
+            self.copy_into(keep, target, result, node)
+            is_and = isinstance(node.op, gast.And)
+            then, orelse = (scratch, keep) if is_and else (keep, scratch)
+            self.body.append(If(result, then, orelse, self.src.loc(node),
+                                {target.name: (True, True)}))
+            result = target
         return result
 
     def operator(self, op, args, node):
@@ -300,7 +457,9 @@ class Lowerer:
         if not ok:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
-            raise self.error(node, "only module-level functions, NumPy and math functions can be called")
+            what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
+            raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
+                             "can be called; call the function by its own name")
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if None in kwargs:
@@ -379,6 +538,16 @@ class Lowerer:
         if isinstance(tree, Tup):
             return Tup(tuple(self._fresh_like(t) for t in tree.items))
         return Var(self.names.temp())
+
+
+def _stored_names(stmts):
+    """User variables (re)bound anywhere in ``stmts``."""
+    names = set()
+    for st in stmts:
+        for n in gast.walk(st):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                names.add(n.id)
+    return names
 
 
 def _leaves(value):

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import pipeline, pytree
 from .backends import TARGETS
+from .parse import FunctionSource
 
 
 class Transformed:
@@ -62,17 +63,34 @@ class Transformed:
             return entry(*leaves)
         _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
+        if not self._last.checked:
+            self._check_scalar(args)
         out, grads = entry(*leaves)
-        value = out[0] if self.has_aux else out
-        if np.ndim(value) != 0:
-            raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
-                            f"returned an array of shape {np.shape(value)}; use ad.vjp or "
-                            f"ad.jacrev for non-scalar outputs")
         grads = tuple(pytree.rebuild(g, treedefs[i]) for g, i in zip(grads, self.argnums))
         grads = grads[0] if self.single else grads
         if self.kind == "value_and_grad":
             return out, grads
-        return (grads, out[1]) if self.has_aux else grads
+        return (grads, out) if self.has_aux else grads
+
+    def _check_scalar(self, args):
+        """grad needs a scalar output: checked once per argument structure.
+
+        ``grad`` does not compute the value (nothing reads it), so the first
+        call runs the function itself to look at its output.
+        """
+        out = self.fun(*args)
+        value = out[0] if self.has_aux else out
+        if np.ndim(value) != 0 or isinstance(value, (tuple, list)):
+            raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
+                            f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
+                            f"non-scalar outputs")
+        self._last.checked = True
+
+
+def _describe_value(value):
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} values"
+    return f"an array of shape {np.shape(value)}"
 
 
 def _normalize_argnums(fun, argnums):
@@ -119,7 +137,11 @@ def _check_differentiable(fun, args, argnums):
 
 
 def _plain(f):
-    """The user function beneath ``ad.jit``, and the target it asked for."""
+    """The user function beneath ``ad.jit``, and the target it asked for.
+
+    The source is read and fenced here, so unsupported code is reported when
+    the transform is applied, at the user's line.
+    """
     if isinstance(f, Transformed):
         if f.kind != "primal":
             raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
@@ -127,6 +149,7 @@ def _plain(f):
         return f.fun, f.target, f.options
     if not callable(f):
         raise TypeError(f"expected a function, got {f!r}")
+    FunctionSource(f)
     return f, "python", {}
 
 
@@ -174,6 +197,7 @@ def vjp(fun, *primals, has_aux=False):
         by_arg = dict(zip(argnums, grads))
         return tuple(pytree.rebuild(by_arg[i], treedefs[i]) if i in by_arg
                      else _zeros_like_tree(p) for i, p in enumerate(primals))
+    vjp_fn.transformed = t
     return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
 
@@ -207,6 +231,7 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False):
         return fun.with_target(target, options)
     if not callable(fun):
         raise TypeError(f"jit expects a function, got {fun!r}")
+    FunctionSource(fun)
     return Transformed(fun, "primal", target=target, options=options)
 
 
@@ -216,8 +241,9 @@ def source(fun, *example_args):
     With example arguments the source is generated for their structure;
     otherwise for the last call's, or for every argument being one array.
     """
+    fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
     if not isinstance(fun, Transformed):
-        fun = Transformed(fun, "primal")
+        fun = Transformed(_plain(fun)[0], "primal")
     if example_args:
         trees = tuple(pytree.structure(pytree.flatten(a)[1]) for a in example_args)
         return fun.state(trees).source

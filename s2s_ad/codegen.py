@@ -12,7 +12,7 @@ import ast
 import numpy as np
 
 from . import rules
-from .ir import Call, Const, Prim, Return, Slice, Tup, Var
+from .ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While
 
 _OPERATOR_OF = {name: op for op, name in rules.OPERATORS.items()}
 _UNARY = (ast.USub, ast.UAdd, ast.Not)
@@ -68,6 +68,8 @@ def prim_expr(p):
         if issubclass(op, _BOOL):
             return ast.BoolOp(op(), args)
         return ast.BinOp(args[0], op(), args[1])
+    if rule.emit == "setitem":
+        raise TypeError("setitem is a statement")
     if rule.emit == "getitem":
         return ast.Subscript(args[0], atom(p.params["index"]), ast.Load())
     if rule.emit == "identity":
@@ -101,6 +103,10 @@ def targets(names):
 
 def stmt(s, fn_names=None):
     """The ast statement for one lowered statement."""
+    if isinstance(s, Prim) and s.rule.mutates:
+        x, value = s.args
+        target = ast.Subscript(atom(x), atom(s.params["index"]), ast.Store())
+        return ast.Assign([target], atom(value), lineno=0)
     if isinstance(s, Prim):
         return ast.Assign([targets(s.targets)], prim_expr(s), lineno=0)
     if isinstance(s, Call):
@@ -137,6 +143,11 @@ class Writer:
         for line in ast.unparse(ast.fix_missing_locations(node)).splitlines():
             self.lines.append("    " * self.indent + line)
 
+    def line(self, text, *exprs):
+        """A raw line (a compound statement's header) reading ``exprs``."""
+        self.nodes.extend(exprs)
+        self.lines.append("    " * self.indent + text)
+
     def blank(self):
         self.lines.append("")
         self._last_loc = None
@@ -150,12 +161,102 @@ def def_line(w, fname, params):
     w._last_loc = None
 
 
+def range_expr(start, stop, step):
+    """``range(...)`` with default start and step left out."""
+    args = [stop]
+    if not (isinstance(start, Const) and start.value == 0) or not (
+            isinstance(step, Const) and step.value == 1):
+        args = [start, stop] + ([] if isinstance(step, Const) and step.value == 1 else [step])
+    return ast.Call(name("range"), [atom(a) for a in args], [])
+
+
+class Hooks:
+    """What a printer adds around statements; the plain primal adds nothing.
+
+    The reverse transform uses these to push values on stacks, count loop
+    trips and save array elements in its primal sweep.
+    """
+    kept = None     # ids of the statements to print (None: all)
+
+    def keep(self, s):
+        return self.kept is None or id(s) in self.kept
+
+    def before(self, w, s):
+        """Before a compound statement."""
+
+    def top(self, w, body):
+        """At the top of a loop body."""
+
+    def end(self, w, body):
+        """At the end of a block."""
+
+    def simple(self, w, s):
+        """Print a simple statement; False to print it plainly."""
+        return False
+
+
+def block(w, body, fn_names, hooks):
+    """Print a statement list."""
+    start = len(w.lines)
+    for s in body:
+        if not hooks.keep(s):
+            continue
+        if isinstance(s, If):
+            w.loc(s.loc)
+            hooks.before(w, s)
+            cond = atom(s.cond)
+            w.line(f"if {ast.unparse(cond)}:", cond)
+            _nested(w, s.body, fn_names, hooks)
+            if any(hooks.keep(x) for x in s.orelse):
+                w.line("else:")
+                _nested(w, s.orelse, fn_names, hooks)
+        elif isinstance(s, For):
+            w.loc(s.loc)
+            hooks.before(w, s)
+            rng = range_expr(s.start, s.stop, s.step)
+            w.line(f"for {s.index} in {ast.unparse(rng)}:", rng)
+            _nested(w, s.body, fn_names, hooks, loop=True)
+        elif isinstance(s, While):
+            w.loc(s.loc)
+            hooks.before(w, s)
+            cond = atom(s.cond)
+            if not any(hooks.keep(x) for x in s.test):
+                w.line(f"while {ast.unparse(cond)}:", cond)
+                _nested(w, s.body, fn_names, hooks, loop=True)
+                continue
+            w.line("while True:")
+            w.indent += 1
+            block(w, s.test, fn_names, hooks)
+            w.line(f"if not {ast.unparse(cond)}:", cond)
+            w.line("    break")
+            hooks.top(w, s.body)
+            block(w, s.body, fn_names, hooks)
+            w.indent -= 1
+        elif not hooks.simple(w, s):
+            w.loc(s.loc)
+            w.node(stmt(s, fn_names))
+    hooks.end(w, body)
+    if all(line.lstrip().startswith("#") for line in w.lines[start:]):
+        w.line("pass")
+
+
+def _nested(w, body, fn_names, hooks, loop=False):
+    w.indent += 1
+    w._last_loc = None
+    if loop:
+        hooks.top(w, body)
+    block(w, body, fn_names, hooks)
+    w.indent -= 1
+    w._last_loc = None
+
+
 def primal(fn, fname, w, fn_names):
     """Print the lowered function itself (used by jit and called helpers)."""
+    from .dce import keep
     def_line(w, fname, fn.params)
     w.indent += 1
-    for s in fn.body:
-        w.loc(s.loc)
-        w.node(stmt(s, fn_names))
+    hooks = Hooks()
+    hooks.kept = keep(fn.body, set())
+    block(w, fn.body, fn_names, hooks)
     w.indent -= 1
     w.blank()

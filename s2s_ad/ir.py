@@ -114,3 +114,61 @@ class Function:
     @property
     def out_tree(self):
         return self.body[-1].value
+
+
+@dataclass
+class If:
+    """``if cond: body else: orelse``; variables assigned in either branch
+    are joined by copies at the end of each branch."""
+    cond: Any
+    body: list
+    orelse: list
+    loc: Loc | None = None
+    joins: dict = field(default_factory=dict)   # joined name -> (set in body, set in orelse)
+
+
+@dataclass
+class For:
+    """``for index in range(start, stop, step): body``.
+
+    ``carried`` are the header names of loop-carried variables: each is
+    copied in before the loop and re-assigned by a copy at the end of the
+    body, so within one iteration every name is assigned once.
+    """
+    index: str
+    start: Any
+    stop: Any
+    step: Any
+    body: list
+    loc: Loc | None = None
+    carried: list = field(default_factory=list)
+
+
+@dataclass
+class While:
+    """``while True: test; if not cond: break; body`` (``test`` computes
+    ``cond`` at the top of every iteration)."""
+    test: list
+    cond: Any
+    body: list
+    loc: Loc | None = None
+    carried: list = field(default_factory=list)
+
+
+def blocks(s):
+    """The nested statement lists of a compound statement."""
+    if isinstance(s, If):
+        return [s.body, s.orelse]
+    if isinstance(s, For):
+        return [s.body]
+    if isinstance(s, While):
+        return [s.test, s.body]
+    return []
+
+
+def walk(body):
+    """Every statement of a body, nested ones included, in order."""
+    for s in body:
+        yield s
+        for b in blocks(s):
+            yield from walk(b)

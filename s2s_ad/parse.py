@@ -15,6 +15,8 @@ import types
 
 import gast
 
+from .ir import Loc
+from .desugar import desugar
 from .errors import UnsupportedSyntaxError
 
 _UNSUPPORTED = {
@@ -53,6 +55,9 @@ class FunctionSource:
     """A user function's tree, its location, and its free names resolved."""
 
     def __init__(self, fn):
+        if not isinstance(fn, types.FunctionType):
+            raise TypeError(f"cannot read the source of {fn!r}: s2s_ad transforms Python source, "
+                            f"so the function must be a def function defined in a file")
         self.fn = fn
         self.name = fn.__name__
         try:
@@ -66,10 +71,13 @@ class FunctionSource:
         self.first_lineno = first
         text = textwrap.dedent("".join(lines))
         self.indent = len(lines[0]) - len(lines[0].lstrip())
-        module = gast.parse(text)
-        node = module.body[0]
-        if not isinstance(node, gast.FunctionDef):
-            raise TypeError(f"{fn!r} is not a def function")
+        try:
+            node = gast.parse(text).body[0]
+        except SyntaxError:
+            node = None
+        if not isinstance(node, gast.FunctionDef) or fn.__name__ == "<lambda>":
+            raise TypeError(f"{fn!r} is not a def function: s2s_ad transforms functions "
+                            f"defined with def (write the lambda as a def)")
         node.decorator_list = []
         body = node.body
         if body and isinstance(body[0], gast.Expr) and isinstance(
@@ -78,13 +86,14 @@ class FunctionSource:
         self.node = node
         self._check_signature()
         fence(self)
-        self.locals = _assigned_names(node)
         self._closure = _closure_values(fn)
+        self.locals = _assigned_names(node)
+        desugar(self)
+        self.locals = _assigned_names(node)
 
     # -- locations -------------------------------------------------------
     def loc(self, node):
         """(filename, lineno, col, text) of a node in the user's file."""
-        from .ir import Loc
         rel = getattr(node, "lineno", 1) - 1
         lineno = self.first_lineno + rel
         text = self.lines[rel].rstrip("\n") if 0 <= rel < len(self.lines) else ""
@@ -180,4 +189,6 @@ def _dotted(node):
 
 
 def is_user_function(obj):
-    return isinstance(obj, types.FunctionType) and not obj.__module__.startswith(("numpy", "s2s_ad"))
+    module = getattr(obj, "__module__", None) or ""
+    ours = any(module == m or module.startswith(m + ".") for m in ("numpy", "s2s_ad"))
+    return isinstance(obj, types.FunctionType) and not ours

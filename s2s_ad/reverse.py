@@ -18,46 +18,66 @@ import copy
 
 from . import codegen
 from .activity import analyse, diff_args, var_leaves
-from .ir import Call, Const, Prim, Tup, Var
+from .dce import keep, leaves
+from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, walk
 
 
 class Adjoints:
-    """Adjoint variables of one function: name and whether we own the array."""
+    """Adjoint variables: name, and whether the array is ours to update in place.
 
-    def __init__(self, names, writer):
+    The first contribution to ``bx`` binds it (possibly to another adjoint's
+    array: not owned); later ones rebind ``bx = bx + c`` (a fresh array).
+    Element updates (``bx[i] += g``, ``bx[i] = 0``) first make ``bx`` owned.
+    """
+
+    def __init__(self, names, writer, named):
         self.names = names
         self.w = writer
-        self.vars = {}     # primal name -> [adjoint name, owned]
+        self.vars = {}      # primal name -> [adjoint name, owned]
+        self._named = named  # primal name -> adjoint name, stable across passes
 
     def get(self, var):
         entry = self.vars.get(var)
         return entry[0] if entry else None
 
-    def bind(self, var, adj_name):
-        self.vars[var] = [adj_name, False]
+    def name_of(self, var):
+        if var not in self._named:
+            self._named[var] = self.names.adjoint(var)
+        return self._named[var]
+
+    def bind(self, var, adj_name, owned=False):
+        self.vars[var] = [adj_name, owned]
+        self._named.setdefault(var, adj_name)
+
+    def drop(self, var):
+        """Forget ``bx``: the next contribution starts it afresh."""
+        self.vars.pop(var, None)
 
     def add(self, var, expr):
         entry = self.vars.get(var)
         if entry is None:
-            adj = self.names.adjoint(var)
+            adj = self.name_of(var)
             self.vars[var] = [adj, not isinstance(expr, ast.Name)]
-            self.w.node(ast.Assign([ast.Name(adj, ast.Store())], expr, lineno=0))
+            self.w.node(_assign(adj, expr))
         else:
             entry[1] = True
-            self.w.node(ast.Assign([ast.Name(entry[0], ast.Store())],
-                                   ast.BinOp(codegen.name(entry[0]), ast.Add(), expr), lineno=0))
+            self.w.node(_assign(entry[0], ast.BinOp(codegen.name(entry[0]), ast.Add(), expr)))
 
-    def add_at(self, var, index, expr):
-        """``bvar[index] += expr``, making ``bvar`` an array we own first."""
+    def prepare(self, var, inplace):
+        """Make ``bx`` defined (zeros), and owned when it is updated in place."""
         entry = self.vars.get(var)
         if entry is None:
-            adj = self.names.adjoint(var)
-            entry = self.vars[var] = [adj, True]
-            self.w.node(_assign(adj, _call("np.zeros_like", codegen.name(var))))
-        elif not entry[1]:
+            adj = self.name_of(var)
+            self.vars[var] = [adj, True]
+            self.w.node(_assign(adj, _call("rt.zeros_like", codegen.name(var))))
+        elif inplace and not entry[1]:
             entry[1] = True
             self.w.node(_assign(entry[0], _call("np.copy", codegen.name(entry[0]))))
-        target = ast.Subscript(ast.Name(entry[0], ast.Load()), index, ast.Store())
+
+    def add_at(self, var, index, expr):
+        """``bvar[index] += expr``."""
+        self.prepare(var, True)
+        target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
 
 
@@ -118,85 +138,137 @@ def simplify(e):
 
 
 class ReverseWriter:
-    """Writes the VJP function of one lowered function into a module."""
+    """Writes the VJP function of one lowered function into a module.
+
+    The adjoint sweep is generated first, so that the primal sweep can keep
+    exactly what it reads: dead primal statements are dropped, and inside
+    loops the values an adjoint reads are pushed on per-name stacks at the
+    end of their block (loop-carried values at the top of the body) and
+    popped at the start of the reversed block.  Element writes save what
+    they overwrite when an adjoint reads that array, and the adjoint sweep
+    restores it.
+    """
 
     def __init__(self, module, fn, wrt, seeds):
         self.module = module
         self.fn = fn
-        self.wrt = wrt            # parameter leaf names to differentiate
-        self.seeds = seeds        # output leaf names that receive a cotangent
+        self.names = fn.names
         self.act = analyse(fn, wrt, seeds)
+        self.carried = {h for s in walk(fn.body) if isinstance(s, (For, While)) for h in s.carried}
+        self.push_end = {}     # id(block) -> names pushed at its end
+        self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
+        self.counters = {}     # id(While) -> trip counter name
+        self.stacks = {}       # (primal name, kind) -> stack name
+        self.used = set()      # stacks the final pass uses
+        self.saves = {}        # id(element write) -> stack of overwritten values
+        self._named = {}       # primal name -> adjoint name
 
+    # -- driver --------------------------------------------------------------
     def write(self, fname, cot_params, returns, seed_exprs):
         """Print ``def fname(params + cot_params)`` returning ``returns(adj)``."""
-        fn, w = self.fn, codegen.Writer()
-        adj = Adjoints(fn.names, w)
-        w.indent = 1
-        for var, expr in seed_exprs:
-            if expr is None:
-                continue
-            if isinstance(expr, ast.Name) and adj.get(var) is None:
-                adj.bind(var, expr.id)
-            else:
-                adj.add(var, expr)
-        for s in reversed(fn.body):
-            if isinstance(s, Prim):
-                self._prim(s, adj, w)
-            elif isinstance(s, Call):
-                self._call(s, adj, w)
-        back = w.lines
-        ret = returns(adj)
-        reads = set().union(_names_in(ret), *(_names_in(n) for n in w.nodes))
+        # Pass 1 finds what the adjoint reads, which decides the element saves;
+        # pass 2 writes the adjoint with the restores in place.
+        self._sweep(seed_exprs, returns)
+        saved_arrays = self._storage_read(self._reads)
+        self.saves = {id(s): self._stack(s.args[0].name, "saved") for s in walk(self.fn.body)
+                      if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays}
+        self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
+        back, ret = self._sweep(seed_exprs, returns)
         out = codegen.Writer()
-        codegen.def_line(out, fname, fn.params + cot_params)
+        codegen.def_line(out, fname, self.fn.params + cot_params)
         out.indent = 1
-        for s in self._forward(reads):
-            out.loc(s.loc)
-            out.node(codegen.stmt(s, self.module.fn_names))
-        out.lines.extend(back)
+        for stack in self.stacks.values():
+            if stack in self.used:
+                out.node(_assign(stack, ast.List([], ast.Load())))
+        hooks = _ForwardHooks(self, keep(self.fn.body, self._reads))
+        codegen.block(out, [s for s in self.fn.body if not isinstance(s, Return)],
+                      self.module.fn_names, hooks)
+        ret = self._capture_mutated_outputs(out, ret)
+        out.lines.extend(back.lines)
         out.node(ret)
         out.blank()
         return out.text()
 
-    def _forward(self, reads):
-        """The primal statements whose values something later reads."""
-        needed, kept = set(reads), []
-        for s in reversed(self.fn.body):
-            if isinstance(s, (Prim, Call)) and needed.intersection(s.targets):
-                kept.append(s)
-                needed.update(var_leaves(s.args))
-                if isinstance(s, Prim):
-                    needed.update(var_leaves(s.params.values()))
-        return kept[::-1]
+    def _sweep(self, seed_exprs, returns):
+        w = codegen.Writer()
+        w.indent = 1
+        self.w = w
+        self.adj = Adjoints(self.names, w, self._named)
+        for var, expr in seed_exprs:
+            if isinstance(expr, ast.Name) and self.adj.get(var) is None:
+                self.adj.bind(var, expr.id)
+            else:
+                self.adj.add(var, expr)
+        self.rev_block(self.fn.body, in_loop=False)
+        ret = returns(self.adj)
+        self._reads = _reads(w.nodes) | _names_in(ret) | set(
+            leaves([self.fn.body[-1].value]))
+        return w, ret
 
-    def _prim(self, s, adj, w):
-        (target,) = s.targets if len(s.targets) == 1 else (None,)
-        g = adj.get(target) if target in self.act else None
-        if g is None:
-            return
-        w.loc(s.loc, "adjoint of: ")
-        env = {"g": codegen.name(g), "out": codegen.name(target)}
-        env.update((p, codegen.atom(a)) for p, a in zip(s.rule.operands, s.args))
-        env.update((p, codegen.atom(v)) for p, v in s.params.items())
-        for arg, param in diff_args(s):
-            if isinstance(arg, Tup):
-                self._sequence(s, arg, param, env, adj)
-            elif self.act.is_active(arg):
-                if s.rule.name == "getitem":
-                    adj.add_at(arg.name, codegen.atom(s.params["index"]), env["g"])
-                else:
-                    others = [a for a in s.args if a is not arg and isinstance(a, Var)]
-                    template = s.rule.template(param, broadcast=bool(others))
-                    adj.add(arg.name, instantiate(template, env))
+    # -- adjoint sweep ---------------------------------------------------------
+    def rev_block(self, body, in_loop):
+        for s in reversed(body):
+            if isinstance(s, Prim):
+                self.rev_prim(s)
+            elif isinstance(s, Call):
+                self.rev_call(s)
+            elif isinstance(s, If) and self._has_work(s):
+                self.rev_if(s, in_loop)
+            elif isinstance(s, (For, While)) and self._has_work(s):
+                self.rev_loop(s)
 
-    def _sequence(self, s, arg, param, env, adj):
+    def rev_prim(self, s):
+        if s.rule.mutates:
+            return self.rev_setitem(s)
+        target = s.targets[0] if len(s.targets) == 1 else None
+        g = self.adj.get(target) if target in self.act else None
+        if g is not None:
+            self.w.loc(s.loc, "adjoint of: ")
+            env = {"g": codegen.name(g), "out": codegen.name(target)}
+            env.update((p, codegen.atom(a)) for p, a in zip(s.rule.operands, s.args))
+            env.update((p, codegen.atom(v)) for p, v in s.params.items())
+            for arg, param in diff_args(s):
+                if isinstance(arg, Tup):
+                    self._sequence(s, arg, param, env)
+                elif self.act.is_active(arg):
+                    if s.rule.name == "getitem":
+                        self.adj.add_at(arg.name, codegen.atom(s.params["index"]), env["g"])
+                    else:
+                        others = [a for a in s.args if a is not arg and isinstance(a, Var)]
+                        template = s.rule.template(param, broadcast=bool(others))
+                        self.adj.add(arg.name, instantiate(template, env))
+        if target in self.carried:
+            self.adj.drop(target)
+
+    def rev_setitem(self, s):
+        x, value = s.args
+        index = codegen.atom(s.params["index"])
+        bx = self.adj.get(x.name) if x.name in self.act else None
+        if bx is not None:
+            self.w.loc(s.loc, "adjoint of: ")
+            if self.act.is_active(value):
+                part = ast.Subscript(codegen.name(bx), index, ast.Load())
+                self.adj.add(value.name, _call("rt.unbroadcast", _call("rt.snapshot", part),
+                                               codegen.name(value.name)))
+            self.adj.prepare(x.name, True)
+            target = ast.Subscript(codegen.name(self.adj.get(x.name)), copy.deepcopy(index),
+                                   ast.Store())
+            self.w.node(ast.Assign([target], ast.Constant(0.0), lineno=0))
+        stack = self.saves.get(id(s))
+        if stack is not None:
+            self.w.loc(s.loc, "restore: ")
+            target = ast.Subscript(codegen.name(x.name), copy.deepcopy(index), ast.Store())
+            self.w.node(ast.Assign([target], _pop(stack), lineno=0))
+
+    def _sequence(self, s, arg, param, env):
         build = s.rule.vjp[param]
         statics = {k: v.value for k, v in s.params.items() if isinstance(v, Const)}
         for i, item in enumerate(arg.items):
             if self.act.is_active(item):
-                adj.add(item.name, build(i, arg.items, env["g"], statics, codegen.atom))
+                self.adj.add(item.name, build(i, arg.items, env["g"], statics, codegen.atom))
 
-    def _call(self, s, adj, w):
+    def rev_call(self, s):
+        adj, w = self.adj, self.w
         outs = [t for t in s.targets if t in self.act and adj.get(t) is not None]
         ins = [i for i, a in enumerate(s.args) if self.act.is_active(a)]
         if not outs or not ins:
@@ -205,25 +277,255 @@ class ReverseWriter:
         callee = s.callee
         in_names = [callee.params[i] for i in ins]
         out_leaves = list(var_leaves([callee.out_tree]))
-        out_mask = tuple(t in outs for t in s.targets)
-        seeds = [leaf for leaf, m in zip(out_leaves, out_mask) if m]
+        seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         vjp_name = self.module.helper_vjp(callee, tuple(in_names), tuple(seeds))
         # A cotangent lands directly in its adjoint's name when it is the first.
-        fresh = {}
+        results, fresh = [], set()
         for i in ins:
             var = s.args[i].name
             if adj.get(var) is None and var not in fresh:
-                fresh[var] = self.fn.names.adjoint(var)
-        results = [fresh.pop(s.args[i].name, None) or self.fn.names.temp() for i in ins]
+                fresh.add(var)
+                results.append(adj.name_of(var))
+            else:
+                key = ("call", id(s), i)
+                if key not in self._named:
+                    self._named[key] = self.names.temp()
+                results.append(self._named[key])
         args = [codegen.atom(a) for a in s.args] + [codegen.name(adj.get(t)) for t in outs]
         unpack = ast.Tuple([ast.Name(r, ast.Store()) for r in results], ast.Store())
         w.node(ast.Assign([unpack], ast.Call(codegen.name(vjp_name), args, []), lineno=0))
         for i, r in zip(ins, results):
             var = s.args[i].name
             if adj.get(var) is None:
-                adj.vars[var] = [r, True]
+                adj.bind(var, r, owned=True)
             else:
                 adj.add(var, codegen.name(r))
+
+    def rev_if(self, s, in_loop):
+        self._prepare(s)
+        self.w.loc(s.loc, "adjoint of: ")
+        cond = codegen.atom(s.cond)
+        self.w.line(f"if {ast.unparse(cond)}:", cond)
+        self._nested(s.body, in_loop, joins=s.joins)
+        if self._has_work_in(s.orelse):
+            self.w.line("else:")
+            self._nested(s.orelse, in_loop, joins=s.joins)
+
+    def rev_loop(self, s):
+        self._prepare(s)
+        self.w.loc(s.loc, "adjoint of: ")
+        if isinstance(s, For):
+            rng = _reversed_range(s)
+            self.w.line(f"for {s.index} in {ast.unparse(rng)}:", rng)
+        else:
+            counter = self.counters.setdefault(id(s), self.names.fresh("_trips"))
+            self.w.line(f"for _ in range({counter}):", codegen.name(counter))
+        self._nested(s.body, True, carried=s.carried)
+        for h in s.carried:
+            if h in self.act and self.adj.get(h) is not None:
+                self.adj.vars[h][1] = False
+
+    def _nested(self, body, in_loop, carried=(), joins=()):
+        """Reverse a nested block into its own writer, then pop what it reads.
+
+        Inside a loop, a value the reversed block reads comes back off its
+        stack first: names defined in the block (and the join names of the
+        ifs in it) were pushed at the block's end, loop-carried names at the
+        top of the body; a name only one branch of an if defines was pushed
+        in that branch and is popped under the same condition.
+        """
+        outer = self.w
+        sub = codegen.Writer()
+        sub.indent = outer.indent + 1
+        self.w = self.adj.w = sub
+        defined = {h for h in carried if h in self.act and self.adj.get(h) is not None}
+        self.rev_block(body, in_loop)
+        for h in defined:     # loop-carried adjoints start the next iteration defined
+            if self.adj.get(h) is None:
+                self.adj.prepare(h, False)
+        self.w = self.adj.w = outer
+        pad = "    " * sub.indent
+        lines = []
+        if in_loop:
+            reads = _reads(sub.nodes)
+            guarded = []
+            for x in body:
+                for name, sides in getattr(x, "joins", {}).items():
+                    if name in reads and not all(sides):
+                        branch = x.body if sides[0] else x.orelse
+                        self.push_end.setdefault(id(branch), []).append(name)
+                        cond = ast.unparse(codegen.atom(x.cond))
+                        test = cond if sides[0] else f"not {cond}"
+                        guarded += [f"{pad}if {test}:", f"{pad}    {name} = {self._stack(name)}.pop()"]
+                        reads |= set(leaves([x.cond]))
+            local = [n for n in self._block_defs(body) if n in reads and n not in carried
+                     and n not in joins]
+            self.push_end.setdefault(id(body), []).extend(local)
+            self.push_top[id(body)] = [h for h in carried if h in reads]
+            lines = [f"{pad}{n} = {self._stack(n)}.pop()" for n in local + self.push_top[id(body)]]
+            lines += guarded
+        outer.lines.extend(lines)
+        outer.lines.extend(sub.lines)
+        outer.nodes.extend(sub.nodes)
+        if not lines and all(x.lstrip().startswith("#") for x in sub.lines):
+            outer.lines.append(pad + "pass")
+
+    def _prepare(self, s):
+        """Define the outside adjoints a compound statement contributes to."""
+        inside = {t for x in walk(blocks_of(s)) for t in _targets(x)}
+        inside |= {x.index for x in walk([s]) if isinstance(x, For)}
+        inside -= set(getattr(s, "carried", ()))
+        for var, inplace in self._touched(s).items():
+            if var not in inside:
+                self.adj.prepare(var, inplace)
+
+    def _touched(self, s):
+        """Adjoints that statements inside ``s`` add to: {name: updated in place}."""
+        out = {}
+        for x in walk(blocks_of(s)):
+            if isinstance(x, Prim) and x.rule.mutates:
+                storage, value = x.args
+                if storage.name in self.act:
+                    out[storage.name] = True
+                    if self.act.is_active(value):
+                        out.setdefault(value.name, False)
+            elif isinstance(x, (Prim, Call)) and any(t in self.act for t in x.targets):
+                inplace = isinstance(x, Prim) and x.rule.name == "getitem"
+                for name in var_leaves(a for a, _ in diff_args(x)):
+                    if name in self.act:
+                        out[name] = out.get(name, False) or inplace
+        return out
+
+    def _has_work(self, s):
+        return self._has_work_in(blocks_of(s))
+
+    def _has_work_in(self, body):
+        for x in walk(body):
+            if isinstance(x, Prim) and x.rule.mutates:
+                if id(x) in self.saves or x.args[0].name in self.act:
+                    return True
+            elif isinstance(x, (Prim, Call)) and any(t in self.act for t in x.targets):
+                return True
+        return False
+
+    def _block_defs(self, body):
+        """Names a block defines at its own level (an if defines its complete joins)."""
+        out = []
+        for x in body:
+            out.extend(_targets(x) if isinstance(x, (Prim, Call)) else [])
+            if isinstance(x, While) and id(x) in self.counters:
+                out.append(self.counters[id(x)])
+            if isinstance(x, If):
+                out.extend(n for n, sides in x.joins.items() if all(sides))
+        return out
+
+    def _stack(self, name, kind="stack"):
+        key = (name, kind)
+        if key not in self.stacks:
+            self.stacks[key] = self.names.fresh(f"{name.lstrip('_')}_{kind}")
+        self.used.add(self.stacks[key])
+        return self.stacks[key]
+
+    def _storage_read(self, reads):
+        """Arrays written in place whose contents (or a view's) the adjoint reads."""
+        root = {}
+        for s in walk(self.fn.body):
+            if isinstance(s, Prim) and s.rule.name in _VIEWS and isinstance(s.args[0], Var):
+                root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
+        return {root.get(n, n) for n in reads}
+
+    def _capture_mutated_outputs(self, out, ret):
+        """Copy returned arrays that the adjoint sweep will restore in place."""
+        restored = {s.args[0].name for s in walk(self.fn.body)
+                    if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        renames = {}
+        for name in _names_in(ret.value.elts[0]) if isinstance(ret.value, ast.Tuple) else ():
+            if name in restored:
+                renames[name] = self.names.fresh(f"{name}_value")
+                out.node(_assign(renames[name], _call("rt.snapshot", codegen.name(name))))
+        if renames:
+            ret.value.elts[0] = _Subst({k: codegen.name(v) for k, v in renames.items()}).visit(
+                ret.value.elts[0])
+        return ret
+
+
+_VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
+          "np.expand_dims", "np.asarray", "copy", "stop_gradient"}
+
+
+class _ForwardHooks(codegen.Hooks):
+    """The primal sweep: kept statements, plus pushes, saves and trip counts."""
+
+    def __init__(self, writer, kept):
+        self.r = writer
+        self.kept = kept
+        self.loops = {id(s.body): s for s in walk(writer.fn.body) if isinstance(s, While)}
+
+    def before(self, w, s):
+        counter = self.r.counters.get(id(s))
+        if counter is not None:
+            w.node(_assign(counter, ast.Constant(0)))
+
+    def top(self, w, body):
+        for n in self.r.push_top.get(id(body), ()):
+            w.node(_push(self.r._stack(n), n))
+
+    def end(self, w, body):
+        loop = self.loops.get(id(body))
+        counter = self.r.counters.get(id(loop)) if loop is not None else None
+        if counter is not None:
+            w.node(_assign(counter, ast.BinOp(codegen.name(counter), ast.Add(), ast.Constant(1))))
+        for n in self.r.push_end.get(id(body), ()):
+            w.node(_push(self.r._stack(n), n))
+
+    def simple(self, w, s):
+        stack = self.r.saves.get(id(s))
+        if stack is None:
+            return False
+        w.loc(s.loc)
+        x = s.args[0]
+        part = ast.Subscript(codegen.name(x.name), codegen.atom(s.params["index"]), ast.Load())
+        w.node(_push(stack, _call("rt.snapshot", part)))
+        w.node(codegen.stmt(s))
+        return True
+
+
+def _push(stack, value):
+    value = codegen.name(value) if isinstance(value, str) else value
+    call = ast.Call(ast.Attribute(codegen.name(stack), "append", ast.Load()), [value], [])
+    return ast.Expr(call)
+
+
+def _pop(stack):
+    return ast.Call(ast.Attribute(codegen.name(stack), "pop", ast.Load()), [], [])
+
+
+def _reversed_range(s):
+    """``range(...)`` visiting a for loop's indices last to first."""
+    start, stop, step = (codegen.atom(a) for a in (s.start, s.stop, s.step))
+    if isinstance(s.step, Const) and s.step.value == 1:
+        args = [simplify(ast.BinOp(stop, ast.Sub(), ast.Constant(1))),
+                simplify(ast.BinOp(start, ast.Sub(), ast.Constant(1))), ast.Constant(-1)]
+    else:
+        last = _call("rt.range_last", start, stop, step)
+        args = [last, simplify(ast.BinOp(copy.deepcopy(start), ast.Sub(), copy.deepcopy(step))),
+                simplify(ast.UnaryOp(ast.USub(), copy.deepcopy(step)))]
+    return ast.Call(codegen.name("range"), args, [])
+
+
+def blocks_of(s):
+    return [x for b in blocks(s) for x in b]
+
+
+def _targets(s):
+    if isinstance(s, Prim) and s.rule.mutates:
+        return []
+    return list(getattr(s, "targets", ()))
+
+
+def _reads(nodes):
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
 
 
 def _names_in(node):
@@ -255,27 +557,32 @@ def helper_vjp_source(module, callee, in_names, seeds, fname):
 def entry_source(module, fn, argnums, fname, mode, has_aux):
     """The VJP of the transformed function itself.
 
-    ``mode == "vjp"``: takes one cotangent per output leaf (after the
-    primals); ``mode == "grad"``: seeds the scalar output with 1.0.  Both
-    return ``(out, grads)`` with ``grads`` a tuple with one entry per
-    argnum, in the argument's structure.
+    ``mode == "vjp"`` takes one cotangent per output leaf (after the
+    primals); ``"grad"`` and ``"value_and_grad"`` seed the scalar output with
+    1.0.  Each returns ``(value, grads)`` with one gradient per argnum, in the
+    argument's structure; ``value`` is the output (``grad``: only the aux, or
+    None, so that no work is spent on a value nobody reads).
     """
     out = fn.out_tree
     diff_out = out.items[0] if has_aux else out
-    leaves = list(_atom_leaves(diff_out))
+    leaves_ = list(_atom_leaves(diff_out))
     wrt_trees = [fn.param_trees[i] for i in argnums]
     wrt = set(var_leaves(wrt_trees))
-    seeds = {a.name for a in leaves if isinstance(a, Var)}
+    seeds = {a.name for a in leaves_ if isinstance(a, Var)}
     writer = ReverseWriter(module, fn, wrt, seeds)
-    if mode == "grad":
-        cot = []
-        seed_exprs = [(leaves[0].name, ast.Constant(1.0))] if isinstance(leaves[0], Var) else []
+    if mode == "vjp":
+        cot = [fn.names.fresh("b_out") for _ in leaves_]
+        seed_exprs = [(a.name, codegen.name(c)) for a, c in zip(leaves_, cot) if isinstance(a, Var)]
     else:
-        cot = [fn.names.fresh("b_out") for _ in leaves]
-        seed_exprs = [(a.name, codegen.name(c)) for a, c in zip(leaves, cot) if isinstance(a, Var)]
+        cot = []
+        seed_exprs = [(leaves_[0].name, ast.Constant(1.0))] if isinstance(leaves_[0], Var) else []
+    value = out
+    if mode == "grad":
+        value = out.items[1] if has_aux else Const(None)
 
     def returns(adj):
-        return ast.Return(ast.Tuple([codegen.atom(out), grads_expr(fn, wrt_trees, adj)], ast.Load()))
+        return ast.Return(ast.Tuple([codegen.atom(value), grads_expr(fn, wrt_trees, adj)],
+                                    ast.Load()))
     return writer.write(fname, cot, returns, seed_exprs)
 
 

@@ -64,18 +64,18 @@ def _concatenate_vjp(i, items, g, params, atom):
     axis = params["axis"]
     offset = None
     for prev in items[:i]:
-        size = ast.Subscript(ast.Call(ast.Name("np.shape"), [atom(prev)], []),
+        size = ast.Subscript(ast.Call(ast.Name("np.shape", ast.Load()), [atom(prev)], []),
                              ast.Constant(axis), ast.Load())
         offset = size if offset is None else ast.BinOp(offset, ast.Add(), size)
-    size = ast.Subscript(ast.Call(ast.Name("np.shape"), [atom(items[i])], []),
+    size = ast.Subscript(ast.Call(ast.Name("np.shape", ast.Load()), [atom(items[i])], []),
                          ast.Constant(axis), ast.Load())
-    return ast.Call(ast.Name("rt.split_grad"),
+    return ast.Call(ast.Name("rt.split_grad", ast.Load()),
                     [g, offset or ast.Constant(0), size, ast.Constant(axis)], [])
 
 
 def _stack_vjp(i, items, g, params, atom):
     """Cotangent of the i-th array of ``np.stack``: g's i-th slice."""
-    return ast.Call(ast.Name("rt.stack_grad"),
+    return ast.Call(ast.Name("rt.stack_grad", ast.Load()),
                     [g, ast.Constant(i), ast.Constant(params["axis"])], [])
 
 
@@ -95,6 +95,13 @@ linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp})
 # operand's adjoint in place, so reading one element costs O(1).
 register(Rule(name="getitem", params=("x", "index"), operands=("x",),
               vjp={"x": "rt.index_grad(g, x, index)"}, emit="getitem"))
+
+# ``x[index] = value`` writes into x's storage; the reverse transform saves
+# the overwritten part when the adjoint needs it and restores it afterwards.
+register(Rule(name="setitem", params=("x", "value", "index"), operands=("x", "value"),
+              vjp={"x": "g", "value": "g"}, emit="setitem", mutates=True))
+# Copies join values at the end of branches and loop bodies.
+register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, emit="identity"))
 
 # -- stop_gradient -----------------------------------------------------------
 register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,

@@ -62,11 +62,14 @@ elementwise("np.hypot", np.hypot, ("x1", "x2"), {"x1": "x1 / out", "x2": "x2 / o
 # value does; the derivative is one-sided there either way.
 elementwise("np.maximum", np.maximum, ("x1", "x2"), {"x1": "x1 >= x2", "x2": "x1 < x2"})
 elementwise("np.minimum", np.minimum, ("x1", "x2"), {"x1": "x1 <= x2", "x2": "x1 > x2"})
+# The condition selects; it may be any truthy array, not only booleans.
 elementwise("np.where", np.where, ("condition", "x", "y"),
-            {"x": "condition", "y": "np.logical_not(condition)"})
+            {"x": "condition != 0", "y": "condition == 0"}, samples={"condition": "bool"})
+# clip(a, lo, hi) is minimum(maximum(a, lo), hi): where lo > hi NumPy
+# returns hi, so the cotangent goes to hi alone.
 elementwise("np.clip", np.clip, ("a", "a_min", "a_max"),
-            {"a": "(a >= a_min) & (a <= a_max)", "a_min": "a < a_min",
-             "a_max": "a > a_max"}, methods=("clip",))
+            {"a": "(a >= a_min) & (a <= a_max)", "a_min": "(a < a_min) & (a_min <= a_max)",
+             "a_max": "(a > a_max) | (a_min > a_max)"}, methods=("clip",))
 
 # math functions act on Python floats.
 _MATH = {

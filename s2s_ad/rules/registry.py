@@ -47,6 +47,7 @@ class Rule:
     broadcast: bool = False
     nondiff: bool = False
     unknown: bool = False
+    mutates: bool = False             # writes into its first operand (setitem)
     obj: Any = None
     doc: str = ""
     samples: Any = None               # domain hints for the generic tests

@@ -1,0 +1,81 @@
+"""Dead-code elimination over lowered statements.
+
+``keep(body, live)`` returns the ids of the statements whose values reach
+``live`` (the names read afterwards), a ``return``, or an array that
+something later reads; branches and loops with nothing kept inside are
+dropped.  Lowered code is pure except element writes, which count as
+defining their array.
+"""
+from .ir import Call, For, If, Prim, Return, Tup, Var, While
+
+
+def leaves(values):
+    for v in values:
+        if isinstance(v, Tup):
+            yield from leaves(v.items)
+        elif isinstance(v, Var):
+            yield v.name
+        elif hasattr(v, "lo"):      # a Slice inside an index
+            yield from leaves([v.lo, v.hi, v.step])
+
+
+def reads(s):
+    """Names a simple statement reads."""
+    if isinstance(s, Prim):
+        return set(leaves(list(s.args) + list(s.params.values())))
+    if isinstance(s, Call):
+        return set(leaves(s.args))
+    if isinstance(s, Return):
+        return set(leaves([s.value]))
+    raise TypeError(s)
+
+
+def defs(s):
+    """Names a simple statement (re)defines; an element write defines its array."""
+    if isinstance(s, Prim) and s.rule.mutates:
+        return {s.args[0].name}
+    return set(s.targets)
+
+
+def keep(body, live):
+    kept = set()
+    _keep(body, set(live), kept)
+    return kept
+
+
+def _keep(body, live, kept):
+    """Mark what ``body`` must run for ``live``; returns the names live before it."""
+    for s in reversed(body):
+        if isinstance(s, Return):
+            kept.add(id(s))
+            live |= reads(s)
+        elif isinstance(s, (Prim, Call)):
+            if defs(s) & live:
+                kept.add(id(s))
+                live |= reads(s)
+        elif isinstance(s, If):
+            live_in = _keep(s.body, set(live), kept) | _keep(s.orelse, set(live), kept)
+            if _any_kept(s.body, kept) or _any_kept(s.orelse, kept):
+                kept.add(id(s))
+                live |= live_in | set(leaves([s.cond]))
+        elif isinstance(s, (For, While)):
+            inner = set(live)
+            while True:       # until the names live around the back edge settle
+                live_in = _keep(s.body, set(inner), kept)
+                if isinstance(s, While):
+                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept)
+                if live_in <= inner:
+                    break
+                inner |= live_in
+            if _any_kept(s.body, kept):
+                kept.add(id(s))
+                live |= inner
+                if isinstance(s, For):
+                    live |= set(leaves([s.start, s.stop, s.step]))
+        else:
+            raise TypeError(s)
+    return live
+
+
+def _any_kept(body, kept):
+    return any(id(s) in kept for s in body)

@@ -1,0 +1,575 @@
+"""Every derivative rule, checked against finite differences.
+
+The cases are generated from the rule registry: for each rule in
+``s2s_ad.rules.RULES`` one small program per call form (function, operator,
+method, import alias, axis/keepdims option...) is written as source text
+(s2s_ad reads source, so the programs live in real module files written
+once per session), and each program runs on sample inputs inside the rule's
+domain for every shape (scalar, vector, matrix, broadcast), dtype and
+backend.  Elementwise rules need no entry here: their programs follow from
+their operands.  Array rules, whose call forms differ, list theirs in
+``ARRAY_PROGRAMS``.  ``test_every_rule_has_cases`` fails when a rule is
+added without samples.
+
+Test ids read ``<rule>-<form>-<shape>-<dtype>-<backend>`` (``np.`` dropped,
+other dots as ``_``; the plain function form has no ``<form>``), so
+``pytest -k tanh`` or ``-k "sum and numba"`` selects cases.
+
+Numba compiles each program once per argument type (about a second each on
+a CI core, more for 2-D arrays), while the Python backend costs
+milliseconds.  So every case runs on the Python backend, and the Numba
+backend runs a representative subset: each differentiable elementwise rule
+on a float64 vector and a float32 matrix (plus the broadcast case when it
+has two or more operands), ``math`` rules on a scalar, non-differentiable
+rules on one vector, and the array-rule forms marked ``NB`` (every rule at
+least once).  The generated code is the same for every shape, so the other
+combinations would test Numba's typing of NumPy rather than our rules.
+"""
+import dataclasses
+import importlib
+import math
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+import s2s_ad as ad
+from s2s_ad import rules
+from s2s_ad.testing import check_grad, check_vjp
+
+# -- sample inputs ----------------------------------------------------------------
+
+DOMAINS = {
+    None: lambda rng, shape: _signed(rng, shape, 0.3, 2.0),   # away from kinks at 0
+    "positive": lambda rng, shape: rng.uniform(0.5, 2.0, shape),
+    "unit": lambda rng, shape: rng.uniform(-0.9, 0.9, shape),
+    "above_one": lambda rng, shape: rng.uniform(1.1, 3.0, shape),
+    "bool": lambda rng, shape: rng.uniform(size=shape) < 0.5,
+}
+
+SCALAR, VECTOR, MATRIX = (), (5,), (3, 4)
+# Methods need an array (a Python float has none).
+ARRAY_SHAPES = ("vector", "matrix", "broadcast")
+# Operand i of a broadcast case gets BROADCAST[i]: every operand is
+# broadcast along some axis, so every un-broadcast path is exercised.
+BROADCAST = [(3, 1), (4,), (3, 4)]
+DTYPES = {"float64": np.float64, "float32": np.float32}
+
+
+def _signed(rng, shape, lo, hi):
+    return rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def sample(domain, shape, dtype, rng):
+    """A sample operand: a Python/NumPy scalar for shape (), else an array."""
+    if isinstance(domain, int) and not isinstance(domain, bool):
+        return domain
+    value = DOMAINS[domain](rng, shape)
+    if domain == "bool":
+        return bool(value) if shape == () else value
+    if shape == ():
+        return float(value) if dtype is np.float64 else dtype(value)
+    return value.astype(dtype)
+
+
+# -- programs and cases -----------------------------------------------------------
+
+@dataclasses.dataclass
+class Program:
+    """One generated function: ``def name(params): <body>``."""
+    rule: str
+    form: str            # "" for the plain function call
+    params: tuple
+    body: str            # expression returned, or statements ending in return
+    imports: tuple = ()
+    only: tuple = ()     # the shape labels it runs on, when not all
+
+    @property
+    def name(self):
+        return f"{_ident(self.rule)}__{_ident(self.form) or 'fn'}"
+
+    def source(self):
+        lines = self.body.split("\n")
+        if len(lines) == 1 and not lines[0].startswith("return"):
+            lines = [f"return {lines[0]}"]
+        body = "".join(f"    {line}\n" for line in lines)
+        return f"def {self.name}({', '.join(self.params)}):\n{body}"
+
+
+@dataclasses.dataclass
+class Case:
+    program: Program
+    shape: str            # label: scalar, vector, matrix, broadcast, or the form's own
+    inputs: tuple         # (domain, shape) per parameter
+    dtype: str
+    backend: str
+
+    @property
+    def id(self):
+        parts = [_short(self.program.rule), self.program.form, self.shape, self.dtype,
+                 self.backend]
+        return "-".join(p for p in parts if p)
+
+
+def _ident(text):
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def _short(rule):
+    return rule[3:] if rule.startswith("np.") else rule.replace(".", "_")
+
+
+_OP_TEXT = {"Add": "{} + {}", "Sub": "{} - {}", "Mult": "{} * {}", "Div": "{} / {}",
+            "Pow": "{} ** {}", "Mod": "{} % {}", "MatMult": "{} @ {}", "USub": "-{}",
+            "UAdd": "+{}", "FloorDiv": "{} // {}", "Lt": "{} < {}", "LtE": "{} <= {}",
+            "Gt": "{} > {}", "GtE": "{} >= {}", "Eq": "{} == {}", "NotEq": "{} != {}",
+            "And": "{} and {}", "Or": "{} or {}", "Not": "not {}"}
+_OPERATOR_OF = {name: op.__name__ for op, name in rules.OPERATORS.items()}
+_METHODS_OF = {}
+for _m, _r in rules.METHODS.items():
+    _METHODS_OF.setdefault(_r, []).append(_m)
+# Builtins that denote an elementwise rule (the compiler maps them).
+# Python's max/min compare whole arrays, so their forms are scalar-only.
+_BUILTIN_FORMS = {"np.abs": ("abs({})", ()), "np.maximum": ("max({}, {})", ("scalar",)),
+                  "np.minimum": ("min({}, {})", ("scalar",))}
+# Alias imports, tried on a few rules (any rule would do: one resolver).
+_ALIAS_FORMS = {
+    "np.sin": ("from numpy import sin", "sin({})"),
+    "np.exp": ("import numpy as onp", "onp.exp({})"),
+    "math.exp": ("from math import exp as mexp", "mexp({})"),
+    "np.sum": ("import numpy as onp", "onp.sum({})"),
+}
+
+
+def elementwise_programs(rule):
+    """Function form, operator form, method and alias forms of an elementwise rule."""
+    params = rule.params
+    out = [Program(rule.name, "", params, f"{rule.name}({', '.join(params)})")]
+    op = _OPERATOR_OF.get(rule.name)
+    if op:
+        out.append(Program(rule.name, "op", params, _OP_TEXT[op].format(*params)))
+    for m in _METHODS_OF.get(rule.name, ()):
+        if not m.startswith("__"):
+            rest = ", ".join(params[1:])
+            out.append(Program(rule.name, "method", params, f"{params[0]}.{m}({rest})",
+                               only=ARRAY_SHAPES))
+    if rule.name in _BUILTIN_FORMS:
+        text, only = _BUILTIN_FORMS[rule.name]
+        out.append(Program(rule.name, "builtin", params, text.format(*params), only=only))
+    if rule.name in _ALIAS_FORMS:
+        imp, text = _ALIAS_FORMS[rule.name]
+        out.append(Program(rule.name, "alias", params, text.format(*params), imports=(imp,)))
+    # Another name resolves to the same rule; one shape shows that.
+    return out + alias_programs(rule, out[0], _one_shape(rule))
+
+
+def _one_shape(rule):
+    return ("scalar",) if rule.name.startswith("math.") else ("vector",)
+
+
+def _other_names(rule):
+    """Other names NumPy/math give the rule's function (np.absolute, np.amax...)."""
+    module = {"np": np, "math": math}.get(rule.name.split(".")[0])
+    if module is None:
+        return []
+    prefix = rule.name.split(".")[0]
+    return sorted(f"{prefix}.{n}" for n in dir(module) if not n.startswith("_")
+                  and f"{prefix}.{n}" != rule.name and _rule_of(getattr(module, n)) is rule)
+
+
+def _rule_of(obj):
+    try:
+        return rules.lookup(obj)
+    except TypeError:
+        return None
+
+
+def alias_programs(rule, base, only=()):
+    """``base`` with the rule's call spelled by each of its other names."""
+    out = []
+    for other in _other_names(rule):
+        body = base.body.replace(f"{rule.name}(", f"{other}(")
+        assert body != base.body, (rule.name, base.body)
+        out.append(Program(rule.name, "alias_" + other.split(".")[1], base.params, body,
+                           base.imports, only or base.only))
+    return out
+
+
+def _domains(rule):
+    """Domain hint per operand (``samples`` is one hint or a dict per operand)."""
+    s = rule.samples
+    if isinstance(s, dict):
+        return [s.get(p) for p in rule.params]
+    return [s] * len(rule.params)
+
+
+def elementwise_cases(rule):
+    domains = _domains(rule)
+    n = len(rule.params)
+    shapes = {"scalar": [SCALAR] * n}
+    if not rule.name.startswith("math."):
+        shapes.update(vector=[VECTOR] * n, matrix=[MATRIX] * n)
+        if n > 1:
+            shapes["broadcast"] = BROADCAST[:n]
+            shapes["mixed"] = [SCALAR] + [MATRIX] * (n - 1)
+    numba = {("vector", "float64"), ("matrix", "float32"), ("broadcast", "float64")}
+    if rule.name.startswith("math."):
+        numba = {("scalar", "float64")}
+    # math functions take Python floats (float64).
+    dtypes = ["float64"] if rule.name.startswith("math.") else DTYPES
+    for prog in elementwise_programs(rule):
+        for label, shp in shapes.items():
+            if prog.only and label not in prog.only:
+                continue
+            for dtype in dtypes:
+                inputs = tuple(zip(domains, shp))
+                yield Case(prog, label, inputs, dtype, "python")
+                if prog.form == "" and (label, dtype) in numba:
+                    yield Case(prog, label, inputs, dtype, "numba")
+
+
+# Non-differentiable elementwise rules run inside a differentiated
+# expression; the derivative must be the other factor's alone.  Logical
+# rules take comparisons of the differentiated inputs; Python's and/or/not
+# work on scalars only.
+_BOOL_OPERANDS = {"np.logical_and", "np.logical_or", "np.logical_xor", "np.logical_not",
+                  "and", "or", "not"}
+
+
+def nondiff_elementwise_programs(rule):
+    params = rule.operands
+    args = [f"({p} > 0.0)" if rule.name in _BOOL_OPERANDS else p for p in params]
+    factor = " + ".join(params)
+    op = _OPERATOR_OF.get(rule.name)
+    forms = []
+    if rule.name not in ("and", "or", "not"):
+        forms.append(("", f"{rule.name}({', '.join(args)})"))
+    if op:
+        forms.append(("op" if forms else "", "(" + _OP_TEXT[op].format(*args) + ")"))
+    for m in _METHODS_OF.get(rule.name, ()):
+        forms.append(("method", f"{params[0]}.{m}()"))   # arrays only, see below
+    if rule.name == "np.round":
+        forms.append(("decimals", f"np.round({params[0]}, 1)"))
+    progs = [Program(rule.name, form, params, f"({factor}) * {text}",
+                     only=ARRAY_SHAPES if form == "method" else ()) for form, text in forms]
+    return progs + alias_programs(rule, progs[0], _one_shape(rule))
+
+
+def nondiff_elementwise_cases(rule):
+    scalar_only = rule.name.startswith("math.") or rule.name in ("and", "or", "not")
+    n = len(rule.operands)
+    shapes = {"scalar": [SCALAR] * n}
+    if not scalar_only:
+        shapes.update(vector=[VECTOR] * n, matrix=[MATRIX] * n)
+        if n > 1:
+            shapes["broadcast"] = BROADCAST[:n]
+    numba_shape = "scalar" if scalar_only else "vector"
+    dtypes = ["float64"] if rule.name.startswith("math.") else DTYPES
+    for prog in nondiff_elementwise_programs(rule):
+        for label, shp in shapes.items():
+            if prog.only and label not in prog.only:
+                continue
+            for dtype in dtypes:
+                inputs = tuple((None, s) for s in shp)
+                yield Case(prog, label, inputs, dtype, "python")
+                if prog.form == "" and label == numba_shape and dtype == "float64":
+                    yield Case(prog, label, inputs, dtype, "numba")
+
+
+# Array rules: (form, {param: (domain, shape)}, body, Numba dtypes).  A
+# parameter's spec is a tuple of specs for a tuple argument, and an int for
+# an integer argument.
+NB = ("float64",)
+NB32 = ("float64", "float32")
+V, M, T3 = (4,), (3, 4), (2, 3, 4)
+
+
+def _reductions(name, method, domain=None):
+    fn = f"np.{name}"
+    out = []
+    for label, shape in (("vector", V), ("matrix", M)):
+        out += [(f"{label}", {"a": (domain, shape)}, f"{fn}(a)", NB32 if label == "matrix" else ()),
+                (f"axis0-{label}", {"a": (domain, shape)}, f"{fn}(a, axis=0)", ()),
+                (f"axis-1-{label}", {"a": (domain, shape)}, f"{fn}(a, axis=-1)", NB if label == "matrix" else ()),
+                (f"keepdims-{label}", {"a": (domain, shape)},
+                 f"{fn}(a, axis=-1, keepdims=True)", ())]
+    out += [("keepdims_all-matrix", {"a": (domain, M)}, f"{fn}(a, keepdims=True)", ()),
+            ("positional_axis-matrix", {"a": (domain, M)}, f"{fn}(a, 1)", ()),
+            ("axis_tuple-3d", {"a": (domain, T3)}, f"{fn}(a, axis=(0, 2))", ()),
+            ("method-matrix", {"a": (domain, M)}, f"a.{method}(axis=0)", NB),
+            ("method_chain-matrix", {"a": (domain, M)}, f"np.exp(a).{method}()", ())]
+    return out
+
+
+ARRAY_PROGRAMS = {
+    "np.sum": _reductions("sum", "sum") + [
+        ("alias-matrix", {"a": (None, M)}, "onp.sum(a)", ())],
+    "np.mean": _reductions("mean", "mean"),
+    "np.prod": _reductions("prod", "prod") + [
+        # A zero entry: the derivative there is the product of the others.
+        ("zero_entry-vector", {"a": ("zero_entry", V)}, "np.prod(a)", NB),
+        ("zero_entry-matrix", {"a": ("zero_entry", M)}, "np.prod(a, axis=0)", ())],
+    "np.max": _reductions("max", "max") + [
+        ("amax-matrix", {"a": (None, M)}, "np.amax(a, axis=1)", ())],
+    "np.min": _reductions("min", "min") + [
+        ("amin-matrix", {"a": (None, M)}, "np.amin(a, axis=1)", ())],
+    "np.dot": [
+        ("vv", {"a": (None, V), "b": (None, V)}, "np.dot(a, b)", NB),
+        ("mv", {"a": (None, M), "b": (None, V)}, "np.dot(a, b)", NB),
+        ("vm", {"a": (None, (3,)), "b": (None, M)}, "np.dot(a, b)", ()),
+        ("mm", {"a": (None, M), "b": (None, (4, 2))}, "np.dot(a, b)", NB),
+        ("scalar_vector", {"a": (None, ()), "b": (None, V)}, "np.dot(a, b)", ()),
+        ("method-mv", {"a": (None, M), "b": (None, V)}, "a.dot(b)", ())],
+    "np.matmul": [
+        ("vv", {"x1": (None, V), "x2": (None, V)}, "np.matmul(x1, x2)", ()),
+        ("mv", {"x1": (None, M), "x2": (None, V)}, "np.matmul(x1, x2)", NB),
+        ("vm", {"x1": (None, (3,)), "x2": (None, M)}, "np.matmul(x1, x2)", ()),
+        ("mm", {"x1": (None, M), "x2": (None, (4, 2))}, "np.matmul(x1, x2)", NB),
+        ("op-mm", {"x1": (None, M), "x2": (None, (4, 2))}, "x1 @ x2", ()),
+        ("op-vv", {"x1": (None, V), "x2": (None, V)}, "x1 @ x2", ())],
+    "np.inner": [
+        ("vv", {"a": (None, V), "b": (None, V)}, "np.inner(a, b)", NB),
+        ("mv", {"a": (None, M), "b": (None, V)}, "np.inner(a, b)", ()),
+        ("mm", {"a": (None, M), "b": (None, (2, 4))}, "np.inner(a, b)", NB)],
+    "np.outer": [
+        ("vv", {"a": (None, V), "b": (None, (3,))}, "np.outer(a, b)", NB),
+        ("mv", {"a": (None, (2, 2)), "b": (None, (3,))}, "np.outer(a, b)", ())],
+    "np.reshape": [
+        ("matrix", {"a": (None, M)}, "np.reshape(a, (4, 3))", NB),
+        ("flat", {"a": (None, M)}, "np.reshape(a, -1)", ()),
+        ("infer", {"a": (None, M)}, "np.reshape(a, (2, -1))", ()),
+        ("method-matrix", {"a": (None, M)}, "a.reshape((6, 2))", ()),
+        ("method_varargs-matrix", {"a": (None, M)}, "a.reshape(2, 6)", NB)],
+    "np.ravel": [
+        ("matrix", {"a": (None, M)}, "np.ravel(a)", NB),
+        ("method-matrix", {"a": (None, M)}, "a.ravel()", ()),
+        ("flatten-matrix", {"a": (None, M)}, "a.flatten()", ())],
+    "np.squeeze": [
+        ("all", {"a": (None, (3, 1, 4))}, "np.squeeze(a)", NB),
+        ("axis", {"a": (None, (3, 1, 4))}, "np.squeeze(a, axis=1)", ()),
+        ("method", {"a": (None, (1, 4))}, "a.squeeze()", ())],
+    "np.expand_dims": [
+        ("axis0-vector", {"a": (None, V)}, "np.expand_dims(a, 0)", NB),
+        ("axis-1-matrix", {"a": (None, M)}, "np.expand_dims(a, axis=-1)", ())],
+    "np.transpose": [
+        ("matrix", {"a": (None, M)}, "np.transpose(a)", NB),
+        ("axes-3d", {"a": (None, T3)}, "np.transpose(a, (1, 0, 2))", NB),
+        ("T-matrix", {"a": (None, M)}, "a.T", NB),
+        ("method-matrix", {"a": (None, M)}, "a.transpose()", ()),
+        ("method_axes-3d", {"a": (None, T3)}, "a.transpose(2, 0, 1)", ())],
+    "np.copy": [
+        ("matrix", {"a": (None, M)}, "np.copy(a)", NB),
+        ("method-matrix", {"a": (None, M)}, "a.copy()", ())],
+    "np.asarray": [("matrix", {"a": (None, M)}, "np.asarray(a)", NB)],
+    "float": [
+        ("scalar", {"x": (None, ())}, "float(x)", NB),
+        ("of_sum-vector", {"x": (None, V)}, "float(np.sum(x))", ())],
+    "np.concatenate": [
+        ("axis0", {"a": (None, (2, 4)), "b": (None, (3, 4))}, "np.concatenate((a, b))", NB),
+        ("axis1", {"a": (None, (3, 2)), "b": (None, M)}, "np.concatenate([a, b], axis=1)", ()),
+        ("axis-1_three", {"a": (None, (3, 2)), "b": (None, M), "c": (None, (3, 1))},
+         "np.concatenate((a, b, c), axis=-1)", ()),
+        ("same_twice", {"a": (None, V)}, "np.concatenate((a, a))", ()),
+        ("pytree_arg", {"xs": ((None, V), (None, (2,)))}, "np.concatenate(xs)", ())],
+    "np.stack": [
+        ("axis0", {"a": (None, V), "b": (None, V)}, "np.stack((a, b))", NB),
+        ("axis1", {"a": (None, M), "b": (None, M)}, "np.stack([a, b], axis=1)", ()),
+        ("axis-1", {"a": (None, M), "b": (None, M)}, "np.stack((a, b), axis=-1)", ())],
+    "np.array": [
+        ("scalars", {"x": (None, ()), "y": (None, ())}, "np.array([x, y, x * y])", NB),
+        ("vectors", {"a": (None, V), "b": (None, V)}, "np.array([a, b])", ())],
+    "getitem": [
+        ("int-vector", {"x": (None, V)}, "x[2]", NB),
+        ("negative-vector", {"x": (None, V)}, "x[-1]", ()),
+        ("slice-vector", {"x": (None, V)}, "x[1:3]", NB),
+        ("step-vector", {"x": (None, V)}, "x[::2]", ()),
+        ("reversed-vector", {"x": (None, V)}, "x[::-1]", ()),
+        ("row-matrix", {"x": (None, M)}, "x[1]", ()),
+        ("column-matrix", {"x": (None, M)}, "x[:, 2]", NB),
+        ("element-matrix", {"x": (None, M)}, "x[1, 2]", ()),
+        ("slices-matrix", {"x": (None, M)}, "x[1:3, ::2]", NB),
+        ("runtime_int-vector", {"x": (None, V), "i": (2, None)}, "x[i]", NB),
+        ("runtime_slice-vector", {"x": (None, V), "i": (1, None)}, "x[i:i + 2]", ()),
+        ("twice-vector", {"x": (None, V)}, "x[1] * x[1] + x[0]", ()),
+        ("unpack-vector", {"x": (None, (3,))}, "a, b, c = x\nreturn a * b + c", ())],
+    "np.full": [
+        ("scalar_fill", {"c": (None, ())}, "np.full((3, 4), c)", NB),
+        ("int_shape", {"c": (None, ())}, "np.full(5, c)", ()),
+        ("broadcast_fill", {"c": (None, V)}, "np.full((3, 4), c)", ()),
+        ("times_x", {"x": (None, M), "c": (None, ())}, "x * np.full(np.shape(x), c)", ())],
+    "np.full_like": [
+        ("scalar_fill", {"a": (None, M), "c": (None, ())}, "np.full_like(a, c)", NB),
+        ("times_a", {"a": (None, M), "c": (None, ())}, "a * np.full_like(a, c)", ())],
+    # Constructors and queries: zero derivative, run inside a differentiated expression.
+    "np.zeros": [("vector", {"x": (None, V)}, "x + np.zeros(np.shape(x))", NB),
+                 ("dtype-matrix", {"x": (None, M)}, "x * (1.0 + np.zeros(x.shape, dtype=x.dtype))",
+                  ())],
+    "np.ones": [("vector", {"x": (None, V)}, "x * np.ones(np.shape(x))", NB),
+                ("int-vector", {"x": (None, V)}, "x * np.ones(4)", ())],
+    "np.empty": [("vector", {"x": (None, V)}, "x * np.size(np.empty(np.shape(x)))", NB)],
+    "np.zeros_like": [("matrix", {"x": (None, M)}, "x + np.zeros_like(x)", NB)],
+    "np.ones_like": [("matrix", {"x": (None, M)}, "x * np.ones_like(x)", NB),
+                     ("dtype-matrix", {"x": (None, M)}, "x * np.ones_like(x, dtype=np.float64)",
+                      ())],
+    "np.empty_like": [("matrix", {"x": (None, M)}, "x * np.size(np.empty_like(x))", NB)],
+    "np.arange": [("stop-matrix", {"x": (None, M)}, "x * np.arange(4)", NB),
+                  ("start_stop-vector", {"x": (None, V)}, "x * np.arange(1, 5)", ()),
+                  ("step-vector", {"x": (None, V)}, "x * np.arange(0, 8, 2)", ())],
+    "np.eye": [("matrix", {"x": (None, (4, 4))}, "x * np.eye(4)", NB)],
+    "np.shape": [("matrix", {"x": (None, M)}, "x * np.shape(x)[0]", NB),
+                 ("attribute-matrix", {"x": (None, M)}, "x * x.shape[1]", NB)],
+    "np.ndim": [("matrix", {"x": (None, M)}, "x * np.ndim(x)", NB),
+                ("attribute-matrix", {"x": (None, M)}, "x * x.ndim", ())],
+    "np.size": [("matrix", {"x": (None, M)}, "x * np.size(x)", NB),
+                ("attribute-matrix", {"x": (None, M)}, "x * x.size", ())],
+    "len": [("matrix", {"x": (None, M)}, "x * len(x)", NB)],
+    "int": [("scalar", {"x": (None, ())}, "x * int(3.7 * x)", NB)],
+    "np.argmax": [("vector", {"x": (None, V)}, "x[np.argmax(x)]", NB),
+                  ("method-vector", {"x": (None, V)}, "x[x.argmax()]", ()),
+                  ("axis-matrix", {"x": (None, M)}, "x * np.argmax(x, axis=0)", ())],
+    "np.argmin": [("vector", {"x": (None, V)}, "x[np.argmin(x)]", NB),
+                  ("method-vector", {"x": (None, V)}, "x[x.argmin()]", ())],
+    "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
+                   ("method-vector", {"x": (None, V)}, "x * x.argsort()", ())],
+    "dtype": [("matrix", {"x": (None, M)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
+}
+
+
+def array_cases(rule):
+    entries = ARRAY_PROGRAMS[rule.name]
+    progs = []
+    for form, params, body, numba in entries:
+        imports = ("import numpy as onp",) if "onp." in body else ()
+        progs.append((Program(rule.name, form, tuple(params), body, imports), params, numba))
+    base = next((p for p in progs if f"{rule.name}(" in p[0].body), None)
+    if base is not None:
+        progs += [(alias, base[1], ()) for alias in alias_programs(rule, base[0])]
+    for prog, params, numba in progs:
+        inputs = tuple(params.values())
+        for dtype in DTYPES:
+            yield Case(prog, "", inputs, dtype, "python")
+            if dtype in numba:
+                yield Case(prog, "", inputs, dtype, "numba")
+
+
+# Rules the compiler emits itself, and stop_gradient, whose derivative finite
+# differences cannot see: checked by their own tests below.
+SPECIAL = {"stop_gradient": "test_stop_gradient"}
+
+
+def cases_for(rule):
+    if rule.name in SPECIAL:
+        return []
+    if rule.name in ARRAY_PROGRAMS:
+        return list(array_cases(rule))
+    if rule.elementwise:
+        return list(elementwise_cases(rule))
+    if rule.nondiff and (rule.name.startswith(("np.", "math.")) or rule.name in _OPERATOR_OF):
+        return list(nondiff_elementwise_cases(rule))
+    return []
+
+
+CASES = [c for r in rules.RULES.values() for c in cases_for(r)]
+PROGRAMS = {c.program.name: c.program for c in CASES}
+
+
+# -- the generated modules ------------------------------------------------------------
+
+HEADER = "import math\n\nimport numpy as np\n\nimport s2s_ad as ad\n"
+
+
+def module_name(rule):
+    return f"s2s_rule_{_ident(rule)}"
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    """Writes one module per rule holding all its programs; returns rule -> module."""
+    folder = tmp_path_factory.mktemp("rule_programs")
+    by_rule = {}
+    for prog in PROGRAMS.values():
+        by_rule.setdefault(prog.rule, []).append(prog)
+    for rule, progs in by_rule.items():
+        imports = sorted({i for p in progs for i in p.imports})
+        text = HEADER + "".join(f"{i}\n" for i in imports)
+        text += "".join("\n\n" + p.source() for p in progs)
+        (folder / f"{module_name(rule)}.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    try:
+        yield {rule: importlib.import_module(module_name(rule)) for rule in by_rule}
+    finally:
+        sys.path.remove(str(folder))
+
+
+def make_inputs(case):
+    rng = np.random.default_rng(zlib.crc32(case.id.encode()))
+    dtype = DTYPES[case.dtype]
+
+    def one(spec):
+        if isinstance(spec[0], tuple):            # a tuple argument (pytree)
+            return tuple(one(s) for s in spec)
+        domain, shape = spec
+        if domain == "zero_entry":
+            value = sample(None, shape, dtype, rng)
+            value.flat[1] = 0.0
+            return value
+        return sample(domain, shape, dtype, rng)
+    return tuple(one(s) for s in case.inputs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule(case, generated):
+    f = getattr(generated[case.program.rule], case.program.name)
+    args = make_inputs(case)
+    target = "cpu" if case.backend == "numba" else "python"
+    out = f(*args)
+    if np.ndim(out) == 0:
+        nums = tuple(i for i, a in enumerate(args) if _floats(a))
+        check_grad(f, args, nums, target=target)
+    else:
+        check_vjp(f, args, target=target)
+
+
+def _floats(a):
+    if isinstance(a, tuple):
+        return all(_floats(x) for x in a)
+    return isinstance(a, (float, np.floating)) or (
+        isinstance(a, np.ndarray) and a.dtype.kind == "f")
+
+
+def test_every_rule_has_cases():
+    """A new rule needs samples here (elementwise rules get them for free)."""
+    covered = {c.program.rule for c in CASES} | set(SPECIAL)
+    missing = sorted(set(rules.RULES) - covered)
+    assert not missing, f"rules with no generated test case: {missing}; add them to ARRAY_PROGRAMS"
+
+
+def test_ids_are_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+STOP_SOURCE = '''
+def stopped(x):
+    return np.sum(x * ad.stop_gradient(x))
+
+
+def stopped_all(x):
+    return np.sum(ad.stop_gradient(np.sin(x)))
+'''
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_stop_gradient(backend, tmp_path, monkeypatch):
+    """stop_gradient(x) has zero derivative: d/dx sum(x * stop(x)) = x, not 2x."""
+    (tmp_path / "s2s_stop_program.py").write_text(HEADER + STOP_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("s2s_stop_program")
+    x = np.array([0.5, -1.0, 2.0])
+    grad = ad.grad(mod.stopped)
+    grad_all = ad.grad(mod.stopped_all)
+    if backend == "numba":
+        grad, grad_all = ad.jit(grad), ad.jit(grad_all)
+    np.testing.assert_array_equal(grad(x), x)
+    np.testing.assert_array_equal(grad_all(x), np.zeros(3))
