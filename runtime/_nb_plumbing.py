@@ -11,8 +11,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import plumbing, reductions
-from ._nbutil import (compile_impl, dtype_src, grad_dtype, index, is_scalar,
-                      loops, np_dtype)
+from ._nbutil import compile_impl, dtype_src, grad_dtype, index, is_scalar, loops, np_dtype
 
 
 def _first(name, ndim):

@@ -13,8 +13,17 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import reductions
-from ._nbutil import (compile_impl, dtype_src, grad_dtype, index, is_scalar,
-                      loops, shape_tuple, static_axes, static_bool)
+from ._nbutil import (
+    compile_impl,
+    dtype_src,
+    grad_dtype,
+    index,
+    is_scalar,
+    loops,
+    shape_tuple,
+    static_axes,
+    static_bool,
+)
 
 
 def _ref(name, ty, names, axes, keepdims, fname):
@@ -45,12 +54,11 @@ def _setup(g, a, axis, keepdims, fname):
     """Typing-time facts shared by the adjoints of one call."""
     if not isinstance(a, types.Array):
         raise TypingError(f"s2s_ad.runtime.{fname}: unsupported {a}")
-    ndim = a.ndim
-    axes = static_axes(axis, ndim, fname)
+    axes = static_axes(axis, a.ndim, fname)
     keep = static_bool(keepdims, fname)
-    names = [f"i{d}" for d in range(ndim)]
+    names = [f"i{d}" for d in range(a.ndim)]
     gref = _ref("g", g, names, axes, keep, fname)
-    return ndim, axes, keep, names, gref, dtype_src(grad_dtype(a))
+    return axes, keep, names, gref, dtype_src(grad_dtype(a))
 
 
 def _scalar_impl(g, a, params):
@@ -70,7 +78,7 @@ def _bounds(names):
 
 def _broadcast_src(g, a, axis, keepdims, fname, mean):
     """Source of sum_grad (mean=False) or mean_grad (mean=True)."""
-    ndim, axes, keep, names, gref, dt = _setup(g, a, axis, keepdims, fname)
+    axes, _, names, gref, dt = _setup(g, a, axis, keepdims, fname)
     lines = ["def impl(g, a, axis=None, keepdims=False):",
              f"    res = np.empty(a.shape, {dt})"]
     value = f"{dt}({gref})"
@@ -107,7 +115,7 @@ def _prod_grad_src(g, a, axis, keepdims):
     (multiplying in the product of those after it, and g), which is exact
     with zeros present and never divides.
     """
-    ndim, axes, _, names, gref, dt = _setup(
+    axes, _, names, gref, dt = _setup(
         g, a, axis, keepdims, "prod_grad")
     kept = [n for d, n in enumerate(names) if d not in axes]
     red = [n for d, n in enumerate(names) if d in axes]
@@ -135,11 +143,11 @@ def _prod_grad(g, a, axis=None, keepdims=False):
 
 def _minmax_grad_src(g, a, out, axis, keepdims):
     """Source of minmax_grad: count ties per lane, then share g."""
-    ndim, axes, keep, names, gref, dt = _setup(
+    axes, keep, names, gref, dt = _setup(
         g, a, axis, keepdims, "minmax_grad")
     oref = _ref("out", out, names, axes, keep, "minmax_grad")
     cnt_shape = shape_tuple(["1" if d in axes else f"a.shape[{d}]"
-                             for d in range(ndim)])
+                             for d in range(a.ndim)])
     cnt = "cnt[" + index(["0" if d in axes else n
                           for d, n in enumerate(names)]) + "]"
     at = f"[{index(names)}]"

@@ -14,8 +14,17 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import reductions
-from ._nbutil import (compile_impl, dtype_src, index, is_scalar, loops,
-                      np_dtype, shape_tuple, static_axes, static_bool)
+from ._nbutil import (
+    compile_impl,
+    dtype_src,
+    index,
+    is_scalar,
+    loops,
+    np_dtype,
+    shape_tuple,
+    static_axes,
+    static_bool,
+)
 
 _NUMPY_FUNC = {"sum": np.sum, "mean": np.mean, "prod": np.prod,
                "amax": np.amax, "amin": np.amin}
@@ -60,7 +69,8 @@ def reduce_src(kind, ndim, axes, keepdims, rt, elem="a"):
     """
     names = [f"i{d}" for d in range(ndim)]
     value = f"a[{index(names)}]" if ndim else elem
-    scalar_out = len(axes) == ndim and not keepdims
+    # NumPy returns a scalar for a 0-d input even with keepdims.
+    scalar_out = len(axes) == ndim and (not keepdims or ndim == 0)
     result = "acc" if scalar_out else "out"
     if scalar_out:
         acc = "acc"
@@ -77,8 +87,8 @@ def reduce_src(kind, ndim, axes, keepdims, rt, elem="a"):
         size = " * ".join([f"a.shape[{d}]" for d in range(ndim)
                            if d not in axes]) or "1"
         lines += [f"    if {count} == 0 and {size} > 0:",
-                  "        raise ValueError('zero-size array to reduction "
-                  "operation which has no identity')"]
+                  ("        raise ValueError('zero-size array to reduction "
+                   "operation which has no identity')")]
     init = f"{dt}({_init_src(kind, rt)})"
     if scalar_out:
         lines.append(f"    acc = {init}")

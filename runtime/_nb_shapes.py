@@ -12,8 +12,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import shapes
-from ._nbutil import (compile_impl, dtype_src, grad_dtype, is_absent,
-                      static_axes, static_axis)
+from ._nbutil import compile_impl, dtype_src, grad_dtype, is_absent, static_axes, static_axis
 
 
 def _require_array(x, fname):
@@ -40,8 +39,8 @@ def _squeeze(a, axis=None):
     lines = ["def impl(a, axis=None):"]
     for d in axes:
         lines += [f"    if a.shape[{d}] != 1:",
-                  "        raise ValueError('cannot select an axis to "
-                  "squeeze out which has size not equal to one')"]
+                  ("        raise ValueError('cannot select an axis to "
+                   "squeeze out which has size not equal to one')")]
     if not axes:
         lines.append("    return a")
     elif len(axes) == a.ndim:
@@ -73,6 +72,9 @@ def _transpose_grad(g, axes=None):
                           f"tuple of {g.ndim} ints, got {axes}")
     if all(isinstance(t, types.IntegerLiteral) for t in axes):
         perm = [t.literal_value % g.ndim for t in axes]
+        if sorted(perm) != list(range(g.ndim)):
+            raise TypingError("s2s_ad.runtime.transpose_grad: axes "
+                              f"{axes} is not a permutation")
         inv = tuple(sorted(range(g.ndim), key=perm.__getitem__))
         return compile_impl(
             f"def impl(g, axes=None):\n    return g.transpose({inv})")
@@ -103,10 +105,14 @@ def _stack_grad(g, i, axis):
 
 
 def _basic_index(index):
-    """True for an int/slice index or a tuple of ints and slices."""
+    """True for a basic index: int/slice/None/... or a tuple of those.
+
+    Integer-array indices are refused: `z[index] += g` would not
+    accumulate repeated positions, so the result would be silently wrong.
+    """
     parts = index.types if isinstance(index, types.BaseTuple) else (index,)
-    return all(isinstance(p, (types.Integer, types.SliceType))
-               for p in parts)
+    return all(isinstance(p, (types.Integer, types.SliceType, types.NoneType,
+                              types.EllipsisType)) for p in parts)
 
 
 @overload(shapes.index_grad, prefer_literal=True)
@@ -114,8 +120,8 @@ def _index_grad(g, x, index):
     _require_array(x, "index_grad")
     if not _basic_index(index):
         raise TypingError(
-            "s2s_ad.runtime.index_grad in Numba supports int and slice "
-            f"indices (or tuples of them) only, got {index}")
+            "s2s_ad.runtime.index_grad in Numba supports basic indices "
+            f"(ints, slices, None, ... and tuples of them) only, got {index}")
     return compile_impl(
         "def impl(g, x, index):\n"
         f"    z = np.zeros(x.shape, {dtype_src(grad_dtype(x))})\n"

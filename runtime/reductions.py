@@ -11,11 +11,10 @@ reduction's output, i.e. with the reduced axes dropped unless keepdims.
 
 import numpy as np
 
-from ._common import expand_reduced, grad_dtype, is_array, norm_axes
-from ._common import scalar_like
+from ._common import expand_reduced, grad_dtype, is_array, norm_axes, scalar_like
 
 
-def sum(a, axis=None, keepdims=False):  # noqa: A001 - mirrors np.sum
+def sum(a, axis=None, keepdims=False):
     """np.sum(a, axis, keepdims)."""
     return np.sum(a, axis=axis, keepdims=keepdims)
 

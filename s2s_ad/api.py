@@ -29,6 +29,7 @@ class Transformed:
         self.options = dict(options or {})
         self._built = {}
         self._last = None
+        self._nargs = _arg_count(fun)
         functools.update_wrapper(self, fun)
         if kind == "primal":
             self.__s2s_ad_function__ = fun
@@ -40,33 +41,50 @@ class Transformed:
         return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
                            target=target, options=options, single=self.single)
 
-    def state(self, trees):
-        st = self._built.get(trees)
+    def state(self, trees, ranks=()):
+        """The built pipeline for one argument structure (and leaf ranks)."""
+        st = self._built.get((trees, ranks))
         if st is None:
             req = pipeline.Request(self.fun, self.kind, trees, self.argnums, self.has_aux,
-                                   self.target, self.options)
-            st = self._built[trees] = pipeline.build(req)
+                                   self.target, self.options, ranks)
+            st = self._built[trees, ranks] = pipeline.build(req)
+            st.function = getattr(st.compiled, st.entry)
         self._last = st
         return st
 
     def entry(self, args):
-        flat = [pytree.flatten(a) for a in args]
-        trees = tuple(pytree.structure(t) for _, t in flat)
-        st = self.state(trees)
-        leaves = [leaf for ls, _ in flat for leaf in ls]
-        return getattr(st.compiled, st.entry), leaves, [t for _, t in flat]
+        """(compiled function, its leaf arguments, each argument's treedef)."""
+        for a in args:
+            if isinstance(a, (tuple, list)):
+                flat = [pytree.flatten(a) for a in args]
+                treedefs = [t for _, t in flat]
+                trees = tuple(pytree.structure(t) for t in treedefs)
+                leaves = [leaf for ls, _ in flat for leaf in ls]
+                break
+        else:                      # the common case, kept cheap: no pytrees
+            treedefs = trees = (None,) * len(args)
+            leaves = args
+        st = self._built.get((trees, ranks := tuple(map(pytree.rank, leaves))))
+        if st is None:
+            st = self.state(trees, ranks)
+        self._last = st
+        return st.function, leaves, treedefs
 
     def __call__(self, *args):
-        _check_arity(self.fun, args)
+        if self._nargs is not None and len(args) != self._nargs:
+            _check_arity(self.fun, args)
         if self.kind == "primal":
             entry, leaves, _ = self.entry(args)
             return entry(*leaves)
-        _check_differentiable(self.fun, args, self.argnums)
+        for i in self.argnums:
+            if not pytree.is_float_leaf(args[i]):
+                _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
         if not self._last.checked:
             self._check_scalar(args)
         out, grads = entry(*leaves)
-        grads = tuple(pytree.rebuild(g, treedefs[i]) for g, i in zip(grads, self.argnums))
+        grads = tuple(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i])
+                      for g, i in zip(grads, self.argnums))
         grads = grads[0] if self.single else grads
         if self.kind == "value_and_grad":
             return out, grads
@@ -245,8 +263,10 @@ def source(fun, *example_args):
     if not isinstance(fun, Transformed):
         fun = Transformed(_plain(fun)[0], "primal")
     if example_args:
-        trees = tuple(pytree.structure(pytree.flatten(a)[1]) for a in example_args)
-        return fun.state(trees).source
+        flat = [pytree.flatten(a) for a in example_args]
+        trees = tuple(pytree.structure(t) for _, t in flat)
+        ranks = tuple(pytree.rank(leaf) for ls, _ in flat for leaf in ls)
+        return fun.state(trees, ranks).source
     if fun._last is not None:
         return fun._last.source
     n = _arg_count(fun.fun) or 0

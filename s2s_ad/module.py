@@ -34,11 +34,12 @@ class ModuleBuilder:
             self._add(fname, reverse.helper_vjp_source(self, callee, in_names, seeds, fname))
         return self._vjps[key]
 
-    def entry_vjp(self, fn, argnums, mode, has_aux):
+    def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None):
         fname = self.names.fresh(f"{mode}_{fn.name}")
         for callee in _callees(fn):
             self.primal(callee)
-        self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux))
+        self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux,
+                                              param_ranks))
         return fname
 
     def _add(self, fname, text):

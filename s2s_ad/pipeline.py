@@ -25,6 +25,7 @@ class Request:
     has_aux: bool = False
     target: str = "python"
     options: dict = field(default_factory=dict)
+    ranks: tuple = ()         # ndim of each argument leaf (None: unknown)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class State:
     entry: str = ""
     source: str = ""
     compiled: Any = None
+    function: Any = None      # the entry point, once compiled
     checked: bool = False     # grad: the output was seen to be a scalar
 
 
@@ -57,7 +59,8 @@ def transform(st):
         st.entry = st.module.primal(st.fn)
     else:
         _check_aux(st.fn, req)
-        st.entry = st.module.entry_vjp(st.fn, req.argnums, req.kind, req.has_aux)
+        st.entry = st.module.entry_vjp(st.fn, req.argnums, req.kind, req.has_aux,
+                                       req.ranks or None)
     return "\n".join(st.module.parts)
 
 

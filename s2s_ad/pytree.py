@@ -47,13 +47,26 @@ def unflatten(leaves, treedef):
     return build(treedef)
 
 
+def rank(x):
+    """The number of dimensions of a leaf, or None for what is not a number."""
+    if type(x) is float:
+        return 0
+    if isinstance(x, np.ndarray):
+        return x.ndim
+    if isinstance(x, (numbers.Number, np.generic)):
+        return 0
+    return None
+
+
 def is_float_leaf(x):
+    if type(x) is float:
+        return True
     if isinstance(x, bool):
         return False
     if isinstance(x, (float, np.floating)):
         return True
     if isinstance(x, np.ndarray):
-        return np.issubdtype(x.dtype, np.floating)
+        return x.dtype.kind == "f"
     return False
 
 

@@ -18,8 +18,10 @@ import copy
 
 from . import codegen
 from .activity import analyse, diff_args, var_leaves
+from . import ranks
 from .dce import keep, leaves
 from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, walk
+from .ranks import rank_of
 
 
 class Adjoints:
@@ -149,11 +151,12 @@ class ReverseWriter:
     restores it.
     """
 
-    def __init__(self, module, fn, wrt, seeds):
+    def __init__(self, module, fn, wrt, seeds, param_ranks=None):
         self.module = module
         self.fn = fn
         self.names = fn.names
         self.act = analyse(fn, wrt, seeds)
+        self.ranks = ranks.infer(fn, param_ranks or [None] * len(fn.params))
         self.carried = {h for s in walk(fn.body) if isinstance(s, (For, While)) for h in s.carried}
         self.push_end = {}     # id(block) -> names pushed at its end
         self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
@@ -161,6 +164,7 @@ class ReverseWriter:
         self.stacks = {}       # (primal name, kind) -> stack name
         self.used = set()      # stacks the final pass uses
         self.saves = {}        # id(element write) -> stack of overwritten values
+        self.recomputed = set()  # names the adjoint sweep recomputes in loops
         self._named = {}       # primal name -> adjoint name
 
     # -- driver --------------------------------------------------------------
@@ -180,9 +184,9 @@ class ReverseWriter:
         for stack in self.stacks.values():
             if stack in self.used:
                 out.node(_assign(stack, ast.List([], ast.Load())))
-        hooks = _ForwardHooks(self, keep(self.fn.body, self._reads))
-        codegen.block(out, [s for s in self.fn.body if not isinstance(s, Return)],
-                      self.module.fn_names, hooks)
+        body = [s for s in self.fn.body if not isinstance(s, Return)]
+        hooks = _ForwardHooks(self, keep(body, self._reads))
+        codegen.block(out, body, self.module.fn_names, hooks)
         ret = self._capture_mutated_outputs(out, ret)
         out.lines.extend(back.lines)
         out.node(ret)
@@ -199,10 +203,10 @@ class ReverseWriter:
                 self.adj.bind(var, expr.id)
             else:
                 self.adj.add(var, expr)
+        self.recomputed = set()
         self.rev_block(self.fn.body, in_loop=False)
         ret = returns(self.adj)
-        self._reads = _reads(w.nodes) | _names_in(ret) | set(
-            leaves([self.fn.body[-1].value]))
+        self._reads = (_reads(w.nodes) - self.recomputed) | _names_in(ret)
         return w, ret
 
     # -- adjoint sweep ---------------------------------------------------------
@@ -234,11 +238,20 @@ class ReverseWriter:
                     if s.rule.name == "getitem":
                         self.adj.add_at(arg.name, codegen.atom(s.params["index"]), env["g"])
                     else:
-                        others = [a for a in s.args if a is not arg and isinstance(a, Var)]
-                        template = s.rule.template(param, broadcast=bool(others))
+                        template = s.rule.template(param, self._reduction(s, arg, target))
                         self.adj.add(arg.name, instantiate(template, env))
         if target in self.carried:
             self.adj.drop(target)
+
+    def _reduction(self, s, arg, target):
+        """How a broadcasting operand's cotangent returns to its shape."""
+        others = [a for a in s.args if a is not arg and isinstance(a, Var)]
+        if not others:
+            return None           # the other operands are Python scalars
+        mine, out = rank_of(arg, self.ranks), self.ranks.get(target)
+        if mine == 0:
+            return None if out == 0 else "sum" if out is not None else "unbroadcast"
+        return "unbroadcast"
 
     def rev_setitem(self, s):
         x, value = s.args
@@ -320,12 +333,12 @@ class ReverseWriter:
         else:
             counter = self.counters.setdefault(id(s), self.names.fresh("_trips"))
             self.w.line(f"for _ in range({counter}):", codegen.name(counter))
-        self._nested(s.body, True, carried=s.carried)
+        self._nested(s.body, True, carried=s.carried, loop=s)
         for h in s.carried:
             if h in self.act and self.adj.get(h) is not None:
                 self.adj.vars[h][1] = False
 
-    def _nested(self, body, in_loop, carried=(), joins=()):
+    def _nested(self, body, in_loop, carried=(), joins=(), loop=None):
         """Reverse a nested block into its own writer, then pop what it reads.
 
         Inside a loop, a value the reversed block reads comes back off its
@@ -346,8 +359,17 @@ class ReverseWriter:
         self.w = self.adj.w = outer
         pad = "    " * sub.indent
         lines = []
+        recompute = self._recompute(loop, _reads(sub.nodes)) if loop is not None else []
+        if recompute:
+            head = codegen.Writer()
+            head.indent = sub.indent
+            for x in recompute:
+                head.node(codegen.stmt(x, self.module.fn_names))
+            sub.lines[:0] = ["    " * sub.indent + "# recomputed, not stored"] + head.lines
+            sub.nodes[:0] = head.nodes
+            self.recomputed.update(t for x in recompute for t in x.targets)
         if in_loop:
-            reads = _reads(sub.nodes)
+            reads = _reads(sub.nodes) - self.recomputed
             guarded = []
             for x in body:
                 for name, sides in getattr(x, "joins", {}).items():
@@ -369,6 +391,40 @@ class ReverseWriter:
         outer.nodes.extend(sub.nodes)
         if not lines and all(x.lstrip().startswith("#") for x in sub.lines):
             outer.lines.append(pad + "pass")
+
+    def _recompute(self, loop, reads):
+        """Cheap scalar statements of a loop body the adjoint recomputes.
+
+        A hand-written adjoint recomputes ``x[i] ** 2`` from ``x`` and ``i``
+        rather than storing it; so do we, for scalar arithmetic and element
+        reads whose inputs are the loop index, values fixed during the loop,
+        loop-carried values (popped anyway) or other recomputed values.
+        """
+        inside = {t for x in walk(loop.body) for t in _targets(x)}
+        inside |= {x.index for x in walk(loop.body) if isinstance(x, For)}
+        written = self._storage_read({x.args[0].name for x in walk(loop.body)
+                                      if isinstance(x, Prim) and x.rule.mutates})
+        roots = self._storage_read
+        index = getattr(loop, "index", None)
+        available = set(loop.carried) | ({index} if index else set())
+        chosen = {}
+        for x in loop.body:
+            if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
+                    and self.ranks.get(x.targets[0]) == 0):
+                continue
+            ins = set(leaves(list(x.args) + list(x.params.values())))
+            if x.rule.name == "getitem" and roots(ins) & written:
+                continue
+            if all(n in available or n in chosen or (n not in inside and not roots({n}) & written)
+                   for n in ins):
+                chosen[x.targets[0]] = x
+        needed, order = set(), []
+        for x in reversed(loop.body):
+            if isinstance(x, Prim) and x.targets and x.targets[0] in chosen and (
+                    x.targets[0] in reads or x.targets[0] in needed):
+                order.append(x)
+                needed |= set(leaves(list(x.args) + list(x.params.values())))
+        return order[::-1]
 
     def _prepare(self, s):
         """Define the outside adjoints a compound statement contributes to."""
@@ -448,6 +504,11 @@ class ReverseWriter:
                 ret.value.elts[0])
         return ret
 
+
+_CHEAP = {"np.add", "np.subtract", "np.multiply", "np.divide", "np.negative", "np.positive",
+          "np.power", "np.square", "np.abs", "np.mod", "np.floor_divide", "getitem", "copy",
+          "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
+          "np.not_equal", "and", "or", "not", "len", "int", "float"}
 
 _VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
           "np.expand_dims", "np.asarray", "copy", "stop_gradient"}
@@ -554,7 +615,7 @@ def helper_vjp_source(module, callee, in_names, seeds, fname):
                         seed_exprs)
 
 
-def entry_source(module, fn, argnums, fname, mode, has_aux):
+def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None):
     """The VJP of the transformed function itself.
 
     ``mode == "vjp"`` takes one cotangent per output leaf (after the
@@ -569,7 +630,7 @@ def entry_source(module, fn, argnums, fname, mode, has_aux):
     wrt_trees = [fn.param_trees[i] for i in argnums]
     wrt = set(var_leaves(wrt_trees))
     seeds = {a.name for a in leaves_ if isinstance(a, Var)}
-    writer = ReverseWriter(module, fn, wrt, seeds)
+    writer = ReverseWriter(module, fn, wrt, seeds, param_ranks)
     if mode == "vjp":
         cot = [fn.names.fresh("b_out") for _ in leaves_]
         seed_exprs = [(a.name, codegen.name(c)) for a, c in zip(leaves_, cot) if isinstance(a, Var)]

@@ -204,6 +204,25 @@ def _domains(rule):
     return [s] * len(rule.params)
 
 
+# Elementwise rules whose Numba case also runs on a float32 matrix: those
+# whose partials mix Python-float constants into the arithmetic (float32
+# must survive them) and a few plain ones.
+NUMBA_FLOAT32 = {"np.add", "np.divide", "np.power", "np.exp2", "np.sqrt", "np.log10",
+                 "np.tanh", "np.abs", "np.where", "np.maximum"}
+# Non-differentiable elementwise rules that also run on a Numba vector.
+NUMBA_ON_ARRAYS = {"np.sign", "np.floor", "np.less", "np.round", "np.logical_and"}
+
+
+def numba_subset(rule):
+    """(shape, dtype) pairs an elementwise rule's plain form runs on with Numba."""
+    if rule.name.startswith("math."):
+        return {("scalar", "float64")}
+    out = {("broadcast", "float64")} if len(rule.params) > 1 else {("vector", "float64")}
+    if rule.name in NUMBA_FLOAT32:
+        out.add(("matrix", "float32"))
+    return out
+
+
 def elementwise_cases(rule):
     domains = _domains(rule)
     n = len(rule.params)
@@ -213,9 +232,7 @@ def elementwise_cases(rule):
         if n > 1:
             shapes["broadcast"] = BROADCAST[:n]
             shapes["mixed"] = [SCALAR] + [MATRIX] * (n - 1)
-    numba = {("vector", "float64"), ("matrix", "float32"), ("broadcast", "float64")}
-    if rule.name.startswith("math."):
-        numba = {("scalar", "float64")}
+    numba = numba_subset(rule)
     # math functions take Python floats (float64).
     dtypes = ["float64"] if rule.name.startswith("math.") else DTYPES
     for prog in elementwise_programs(rule):
@@ -264,7 +281,8 @@ def nondiff_elementwise_cases(rule):
         shapes.update(vector=[VECTOR] * n, matrix=[MATRIX] * n)
         if n > 1:
             shapes["broadcast"] = BROADCAST[:n]
-    numba_shape = "scalar" if scalar_only else "vector"
+    # Scalars compile in a tenth of the time of arrays.
+    numba_shape = "vector" if rule.name in NUMBA_ON_ARRAYS else "scalar"
     dtypes = ["float64"] if rule.name.startswith("math.") else DTYPES
     for prog in nondiff_elementwise_programs(rule):
         for label, shp in shapes.items():
@@ -279,27 +297,29 @@ def nondiff_elementwise_cases(rule):
 
 # Array rules: (form, {param: (domain, shape)}, body, Numba dtypes).  A
 # parameter's spec is a tuple of specs for a tuple argument, and an int for
-# an integer argument.
+# an integer argument.  NB marks the forms that also run on Numba.
 NB = ("float64",)
-NB32 = ("float64", "float32")
+NB32 = ("float32",)
 V, M, T3 = (4,), (3, 4), (2, 3, 4)
 
 
 def _reductions(name, method, domain=None):
     fn = f"np.{name}"
-    out = []
-    for label, shape in (("vector", V), ("matrix", M)):
-        out += [(f"{label}", {"a": (domain, shape)}, f"{fn}(a)", NB32 if label == "matrix" else ()),
-                (f"axis0-{label}", {"a": (domain, shape)}, f"{fn}(a, axis=0)", ()),
-                (f"axis-1-{label}", {"a": (domain, shape)}, f"{fn}(a, axis=-1)", NB if label == "matrix" else ()),
-                (f"keepdims-{label}", {"a": (domain, shape)},
-                 f"{fn}(a, axis=-1, keepdims=True)", ())]
-    out += [("keepdims_all-matrix", {"a": (domain, M)}, f"{fn}(a, keepdims=True)", ()),
-            ("positional_axis-matrix", {"a": (domain, M)}, f"{fn}(a, 1)", ()),
-            ("axis_tuple-3d", {"a": (domain, T3)}, f"{fn}(a, axis=(0, 2))", ()),
-            ("method-matrix", {"a": (domain, M)}, f"a.{method}(axis=0)", NB),
-            ("method_chain-matrix", {"a": (domain, M)}, f"np.exp(a).{method}()", ())]
-    return out
+    a_v, a_m = {"a": (domain, V)}, {"a": (domain, M)}
+    return [
+        ("vector", a_v, f"{fn}(a)", ()),
+        ("axis0-vector", a_v, f"{fn}(a, axis=0)", ()),
+        ("keepdims-vector", a_v, f"{fn}(a, axis=-1, keepdims=True)", ()),
+        ("matrix", a_m, f"{fn}(a)", NB),
+        ("axis0-matrix", a_m, f"{fn}(a, axis=0)", ()),
+        ("axis-1-matrix", a_m, f"{fn}(a, axis=-1)", NB32),
+        ("keepdims-matrix", a_m, f"{fn}(a, axis=-1, keepdims=True)", ()),
+        ("keepdims_all-matrix", a_m, f"{fn}(a, keepdims=True)", ()),
+        ("positional_axis-matrix", a_m, f"{fn}(a, 1)", ()),
+        ("axis_tuple-3d", {"a": (domain, T3)}, f"{fn}(a, axis=(0, 2))", ()),
+        ("method-matrix", a_m, f"a.{method}(axis=0)", ()),
+        ("method_chain-matrix", a_m, f"np.exp(a).{method}()", ()),
+    ]
 
 
 ARRAY_PROGRAMS = {
@@ -310,13 +330,11 @@ ARRAY_PROGRAMS = {
         # A zero entry: the derivative there is the product of the others.
         ("zero_entry-vector", {"a": ("zero_entry", V)}, "np.prod(a)", NB),
         ("zero_entry-matrix", {"a": ("zero_entry", M)}, "np.prod(a, axis=0)", ())],
-    "np.max": _reductions("max", "max") + [
-        ("amax-matrix", {"a": (None, M)}, "np.amax(a, axis=1)", ())],
-    "np.min": _reductions("min", "min") + [
-        ("amin-matrix", {"a": (None, M)}, "np.amin(a, axis=1)", ())],
+    "np.max": _reductions("max", "max"),
+    "np.min": _reductions("min", "min"),
     "np.dot": [
         ("vv", {"a": (None, V), "b": (None, V)}, "np.dot(a, b)", NB),
-        ("mv", {"a": (None, M), "b": (None, V)}, "np.dot(a, b)", NB),
+        ("mv", {"a": (None, M), "b": (None, V)}, "np.dot(a, b)", ()),
         ("vm", {"a": (None, (3,)), "b": (None, M)}, "np.dot(a, b)", ()),
         ("mm", {"a": (None, M), "b": (None, (4, 2))}, "np.dot(a, b)", NB),
         ("scalar_vector", {"a": (None, ()), "b": (None, V)}, "np.dot(a, b)", ()),
@@ -325,18 +343,18 @@ ARRAY_PROGRAMS = {
         ("vv", {"x1": (None, V), "x2": (None, V)}, "np.matmul(x1, x2)", ()),
         ("mv", {"x1": (None, M), "x2": (None, V)}, "np.matmul(x1, x2)", NB),
         ("vm", {"x1": (None, (3,)), "x2": (None, M)}, "np.matmul(x1, x2)", ()),
-        ("mm", {"x1": (None, M), "x2": (None, (4, 2))}, "np.matmul(x1, x2)", NB),
+        ("mm", {"x1": (None, M), "x2": (None, (4, 2))}, "np.matmul(x1, x2)", ()),
         ("op-mm", {"x1": (None, M), "x2": (None, (4, 2))}, "x1 @ x2", ()),
         ("op-vv", {"x1": (None, V), "x2": (None, V)}, "x1 @ x2", ())],
     "np.inner": [
-        ("vv", {"a": (None, V), "b": (None, V)}, "np.inner(a, b)", NB),
+        ("vv", {"a": (None, V), "b": (None, V)}, "np.inner(a, b)", ()),
         ("mv", {"a": (None, M), "b": (None, V)}, "np.inner(a, b)", ()),
         ("mm", {"a": (None, M), "b": (None, (2, 4))}, "np.inner(a, b)", NB)],
     "np.outer": [
         ("vv", {"a": (None, V), "b": (None, (3,))}, "np.outer(a, b)", NB),
         ("mv", {"a": (None, (2, 2)), "b": (None, (3,))}, "np.outer(a, b)", ())],
     "np.reshape": [
-        ("matrix", {"a": (None, M)}, "np.reshape(a, (4, 3))", NB),
+        ("matrix", {"a": (None, M)}, "np.reshape(a, (4, 3))", ()),
         ("flat", {"a": (None, M)}, "np.reshape(a, -1)", ()),
         ("infer", {"a": (None, M)}, "np.reshape(a, (2, -1))", ()),
         ("method-matrix", {"a": (None, M)}, "a.reshape((6, 2))", ()),
@@ -346,22 +364,23 @@ ARRAY_PROGRAMS = {
         ("method-matrix", {"a": (None, M)}, "a.ravel()", ()),
         ("flatten-matrix", {"a": (None, M)}, "a.flatten()", ())],
     "np.squeeze": [
-        ("all", {"a": (None, (3, 1, 4))}, "np.squeeze(a)", NB),
-        ("axis", {"a": (None, (3, 1, 4))}, "np.squeeze(a, axis=1)", ()),
-        ("method", {"a": (None, (1, 4))}, "a.squeeze()", ())],
+        ("all", {"a": (None, (3, 1, 4))}, "np.squeeze(a)", ()),
+        ("axis", {"a": (None, (3, 1, 4))}, "np.squeeze(a, axis=1)", NB),
+        ("method", {"a": (None, (1, 4))}, "a.squeeze()", ()),
+        ("method_axis", {"a": (None, (1, 4))}, "a.squeeze(0)", ())],
     "np.expand_dims": [
         ("axis0-vector", {"a": (None, V)}, "np.expand_dims(a, 0)", NB),
         ("axis-1-matrix", {"a": (None, M)}, "np.expand_dims(a, axis=-1)", ())],
     "np.transpose": [
-        ("matrix", {"a": (None, M)}, "np.transpose(a)", NB),
+        ("matrix", {"a": (None, M)}, "np.transpose(a)", ()),
         ("axes-3d", {"a": (None, T3)}, "np.transpose(a, (1, 0, 2))", NB),
         ("T-matrix", {"a": (None, M)}, "a.T", NB),
         ("method-matrix", {"a": (None, M)}, "a.transpose()", ()),
         ("method_axes-3d", {"a": (None, T3)}, "a.transpose(2, 0, 1)", ())],
     "np.copy": [
-        ("matrix", {"a": (None, M)}, "np.copy(a)", NB),
+        ("vector", {"a": (None, V)}, "np.copy(a)", NB),
         ("method-matrix", {"a": (None, M)}, "a.copy()", ())],
-    "np.asarray": [("matrix", {"a": (None, M)}, "np.asarray(a)", NB)],
+    "np.asarray": [("vector", {"a": (None, V)}, "np.asarray(a)", NB)],
     "float": [
         ("scalar", {"x": (None, ())}, "float(x)", NB),
         ("of_sum-vector", {"x": (None, V)}, "float(np.sum(x))", ())],
@@ -382,11 +401,11 @@ ARRAY_PROGRAMS = {
     "getitem": [
         ("int-vector", {"x": (None, V)}, "x[2]", NB),
         ("negative-vector", {"x": (None, V)}, "x[-1]", ()),
-        ("slice-vector", {"x": (None, V)}, "x[1:3]", NB),
+        ("slice-vector", {"x": (None, V)}, "x[1:3]", ()),
         ("step-vector", {"x": (None, V)}, "x[::2]", ()),
         ("reversed-vector", {"x": (None, V)}, "x[::-1]", ()),
         ("row-matrix", {"x": (None, M)}, "x[1]", ()),
-        ("column-matrix", {"x": (None, M)}, "x[:, 2]", NB),
+        ("column-matrix", {"x": (None, M)}, "x[:, 2]", ()),
         ("element-matrix", {"x": (None, M)}, "x[1, 2]", ()),
         ("slices-matrix", {"x": (None, M)}, "x[1:3, ::2]", NB),
         ("runtime_int-vector", {"x": (None, V), "i": (2, None)}, "x[i]", NB),
@@ -399,7 +418,7 @@ ARRAY_PROGRAMS = {
         ("broadcast_fill", {"c": (None, V)}, "np.full((3, 4), c)", ()),
         ("times_x", {"x": (None, M), "c": (None, ())}, "x * np.full(np.shape(x), c)", ())],
     "np.full_like": [
-        ("scalar_fill", {"a": (None, M), "c": (None, ())}, "np.full_like(a, c)", NB),
+        ("scalar_fill", {"a": (None, V), "c": (None, ())}, "np.full_like(a, c)", NB),
         ("times_a", {"a": (None, M), "c": (None, ())}, "a * np.full_like(a, c)", ())],
     # Constructors and queries: zero derivative, run inside a differentiated expression.
     "np.zeros": [("vector", {"x": (None, V)}, "x + np.zeros(np.shape(x))", NB),
@@ -408,22 +427,22 @@ ARRAY_PROGRAMS = {
     "np.ones": [("vector", {"x": (None, V)}, "x * np.ones(np.shape(x))", NB),
                 ("int-vector", {"x": (None, V)}, "x * np.ones(4)", ())],
     "np.empty": [("vector", {"x": (None, V)}, "x * np.size(np.empty(np.shape(x)))", NB)],
-    "np.zeros_like": [("matrix", {"x": (None, M)}, "x + np.zeros_like(x)", NB)],
-    "np.ones_like": [("matrix", {"x": (None, M)}, "x * np.ones_like(x)", NB),
+    "np.zeros_like": [("vector", {"x": (None, V)}, "x + np.zeros_like(x)", NB)],
+    "np.ones_like": [("vector", {"x": (None, V)}, "x * np.ones_like(x)", NB),
                      ("dtype-matrix", {"x": (None, M)}, "x * np.ones_like(x, dtype=np.float64)",
                       ())],
-    "np.empty_like": [("matrix", {"x": (None, M)}, "x * np.size(np.empty_like(x))", NB)],
-    "np.arange": [("stop-matrix", {"x": (None, M)}, "x * np.arange(4)", NB),
+    "np.empty_like": [("vector", {"x": (None, V)}, "x * np.size(np.empty_like(x))", NB)],
+    "np.arange": [("stop-vector", {"x": (None, V)}, "x * np.arange(4)", NB),
                   ("start_stop-vector", {"x": (None, V)}, "x * np.arange(1, 5)", ()),
                   ("step-vector", {"x": (None, V)}, "x * np.arange(0, 8, 2)", ())],
     "np.eye": [("matrix", {"x": (None, (4, 4))}, "x * np.eye(4)", NB)],
-    "np.shape": [("matrix", {"x": (None, M)}, "x * np.shape(x)[0]", NB),
-                 ("attribute-matrix", {"x": (None, M)}, "x * x.shape[1]", NB)],
-    "np.ndim": [("matrix", {"x": (None, M)}, "x * np.ndim(x)", NB),
+    "np.shape": [("matrix", {"x": (None, M)}, "x * np.shape(x)[0]", ()),
+                 ("attribute-vector", {"x": (None, V)}, "x * x.shape[0]", NB)],
+    "np.ndim": [("vector", {"x": (None, V)}, "x * np.ndim(x)", NB),
                 ("attribute-matrix", {"x": (None, M)}, "x * x.ndim", ())],
-    "np.size": [("matrix", {"x": (None, M)}, "x * np.size(x)", NB),
+    "np.size": [("vector", {"x": (None, V)}, "x * np.size(x)", NB),
                 ("attribute-matrix", {"x": (None, M)}, "x * x.size", ())],
-    "len": [("matrix", {"x": (None, M)}, "x * len(x)", NB)],
+    "len": [("vector", {"x": (None, V)}, "x * len(x)", NB)],
     "int": [("scalar", {"x": (None, ())}, "x * int(3.7 * x)", NB)],
     "np.argmax": [("vector", {"x": (None, V)}, "x[np.argmax(x)]", NB),
                   ("method-vector", {"x": (None, V)}, "x[x.argmax()]", ()),
@@ -432,7 +451,7 @@ ARRAY_PROGRAMS = {
                   ("method-vector", {"x": (None, V)}, "x[x.argmin()]", ())],
     "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
                    ("method-vector", {"x": (None, V)}, "x * x.argsort()", ())],
-    "dtype": [("matrix", {"x": (None, M)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
+    "dtype": [("vector", {"x": (None, V)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
 }
 
 

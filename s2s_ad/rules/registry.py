@@ -62,16 +62,20 @@ class Rule:
     def elementwise(self):
         return bool(self.partials)
 
-    def template(self, operand, broadcast=True):
+    def template(self, operand, reduce="unbroadcast"):
         """The cotangent template for ``operand``, as an ast expression.
 
-        ``broadcast=False`` when the other operands are Python scalars, so
-        the operand already has the output's shape.
+        For broadcasting rules, ``reduce`` says how the cotangent comes back
+        to the operand's shape: ``"unbroadcast"`` (shape known at run time),
+        ``"sum"`` (a scalar operand of an array result) or ``None`` (the
+        operand already has the output's shape).
         """
         if operand in self.partials:
             expr = f"g * ({self.partials[operand]})"
-            if self.broadcast and broadcast:
+            if self.broadcast and reduce == "unbroadcast":
                 expr = f"rt.unbroadcast({expr}, {operand})"
+            elif self.broadcast and reduce == "sum":
+                expr = f"np.sum({expr})"
             return _parse(expr)
         spec = self.vjp[operand]
         return spec if callable(spec) else _parse(spec)
