@@ -37,33 +37,38 @@ def defs(s):
     return set(s.targets)
 
 
-def keep(body, live):
+def keep(body, live, extra_defs=None):
+    """Ids of the statements of ``body`` that ``live`` needs.
+
+    ``extra_defs`` maps a statement's id to further names it defines (the
+    residuals a split helper call returns).
+    """
     kept = set()
-    _keep(body, set(live), kept)
+    _keep(body, set(live), kept, extra_defs or {})
     return kept
 
 
-def _keep(body, live, kept):
+def _keep(body, live, kept, extra):
     """Mark what ``body`` must run for ``live``; returns the names live before it."""
     for s in reversed(body):
         if isinstance(s, Return):
             kept.add(id(s))
             live |= reads(s)
         elif isinstance(s, (Prim, Call)):
-            if defs(s) & live:
+            if (defs(s) | set(extra.get(id(s), ()))) & live:
                 kept.add(id(s))
                 live |= reads(s)
         elif isinstance(s, If):
-            live_in = _keep(s.body, set(live), kept) | _keep(s.orelse, set(live), kept)
+            live_in = _keep(s.body, set(live), kept, extra) | _keep(s.orelse, set(live), kept, extra)
             if _any_kept(s.body, kept) or _any_kept(s.orelse, kept):
                 kept.add(id(s))
                 live |= live_in | set(leaves([s.cond]))
         elif isinstance(s, (For, While)):
             inner = set(live)
             while True:       # until the names live around the back edge settle
-                live_in = _keep(s.body, set(inner), kept)
+                live_in = _keep(s.body, set(inner), kept, extra)
                 if isinstance(s, While):
-                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept)
+                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept, extra)
                 if live_in <= inner:
                     break
                 inner |= live_in

@@ -1,6 +1,7 @@
 """Assembles the generated module: the entry function, the user functions
 it calls (once each) and their VJPs (once per activity pattern)."""
 from . import codegen, reverse
+from .ir import Call, walk
 
 
 class ModuleBuilder:
@@ -25,13 +26,18 @@ class ModuleBuilder:
         self._add(fname, w.text())
         return fname
 
-    def helper_vjp(self, callee, in_names, seeds):
-        key = (callee.key, in_names, seeds)
+    def helper_vjp(self, callee, in_names, seeds, ranks):
+        """(fwd name, bwd name, residual names) of a called function's VJP."""
+        key = (callee.key, in_names, seeds, ranks)
         if key not in self._vjps:
             self.primal(callee)
-            fname = self.names.fresh("vjp_" + callee.name)
-            self._vjps[key] = fname
-            self._add(fname, reverse.helper_vjp_source(self, callee, in_names, seeds, fname))
+            fwd = self.names.fresh("fwd_" + callee.name)
+            bwd = self.names.fresh("bwd_" + callee.name)
+            text, residuals = reverse.helper_vjp_source(self, callee, in_names, seeds, ranks,
+                                                        fwd, bwd)
+            self._vjps[key] = (fwd, bwd, residuals)
+            self.defined += [fwd, bwd]
+            self.parts.append(text)
         return self._vjps[key]
 
     def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None):
@@ -55,9 +61,8 @@ class ModuleBuilder:
 
 
 def _callees(fn):
-    from .ir import Call
     seen = []
-    for s in fn.body:
+    for s in walk(fn.body):
         if isinstance(s, Call) and s.callee not in seen:
             seen.append(s.callee)
     return seen

@@ -16,6 +16,9 @@ _SAME = {"copy", "stop_gradient", "np.transpose", "np.copy", "np.asarray", "np.n
          "np.round", "dtype"}
 
 
+_CALLS = {}
+
+
 def infer(fn, param_ranks):
     ranks = dict(zip(fn.params, param_ranks))
     ranks.update((s.index, 0) for s in walk(fn.body) if isinstance(s, For))
@@ -26,8 +29,10 @@ def infer(fn, param_ranks):
     for _ in range(3):            # loops: ranks settle after a pass or two
         changed = False
         for s in stmts:
-            if isinstance(s, Call) or (isinstance(s, Prim) and s.rule.mutates):
-                outs = [None] * len(s.targets)
+            if isinstance(s, Call):
+                outs = _call_ranks(s, ranks)
+            elif isinstance(s, Prim) and s.rule.mutates:
+                outs = []
             else:
                 outs = [_rank(s, ranks)]
             for t, r in zip(s.targets, outs):
@@ -43,6 +48,21 @@ def infer(fn, param_ranks):
         if not changed:
             break
     return ranks
+
+
+def _call_ranks(s, ranks):
+    """Ranks of a user function's outputs, inferred from the call's arguments."""
+    args = tuple(rank_of(a, ranks) for a in s.args)
+    key = (s.callee.key, args)
+    if key not in _CALLS:
+        _CALLS[key] = [None] * len(s.targets)     # a guard while inferring
+        inner = infer(s.callee, list(args))
+        _CALLS[key] = [rank_of(leaf, inner) for leaf in _leaves(s.callee.out_tree)]
+    return _CALLS[key]
+
+
+def _leaves(tree):
+    return list(tree.leaves()) if isinstance(tree, Tup) else [tree]
 
 
 def rank_of(atom, ranks):
@@ -147,3 +167,108 @@ def _shape_rank(shape, ranks):
     if isinstance(shape, Var) and ranks.get(shape.name) == 0:
         return 1
     return None
+
+
+# -- shape classes --------------------------------------------------------------
+# Two names share a class when their shapes are provably equal at run time:
+# the same parameter's shape, the same constant shape, or arrays built from
+# the same shape variables.  An elementwise operand whose class is the
+# output's needs no un-broadcasting, so its adjoint reads nothing but g.
+
+SCALAR = ("scalar",)
+_FRESH = iter(range(1 << 62))
+_CALL_CLASSES = {}
+
+
+def shape_classes(fn, param_classes, ranks):
+    classes = dict(zip(fn.params, param_classes))
+    for name, value in fn.consts.items():
+        if getattr(value, "shape", None) is not None:
+            classes[name] = ("const", value.shape)
+    classes.update((s.index, SCALAR) for s in walk(fn.body) if isinstance(s, For))
+    stmts = [s for s in walk(fn.body) if isinstance(s, (Prim, Call))]
+    fixed = set()
+    for _ in range(3):
+        changed = False
+        for s in stmts:
+            if isinstance(s, Prim) and s.rule.mutates:
+                continue
+            outs = (_call_classes(s, classes, ranks) if isinstance(s, Call)
+                    else [_class(s, classes, ranks)])
+            for t, c in zip(s.targets, outs):
+                if t in fixed:
+                    continue
+                if ranks.get(t) == 0:
+                    c = SCALAR
+                if t in classes and classes[t] != c:
+                    fixed.add(t)
+                    classes[t] = ("unknown", next(_FRESH))
+                    changed = True
+                elif t not in classes:
+                    classes[t] = c
+                    changed = True
+        if not changed:
+            break
+    return classes
+
+
+def class_of(atom, classes):
+    if isinstance(atom, Const):
+        return SCALAR if isinstance(atom.value, (bool, int, float)) else None
+    if isinstance(atom, Var):
+        return classes.get(atom.name)
+    return None
+
+
+def _class(s, classes, ranks):
+    name = s.rule.name
+    fresh = ("unknown", next(_FRESH))
+    if s.rule.unknown:
+        return fresh
+    args = [class_of(a, classes) if not isinstance(a, Tup) else None for a in s.args]
+    if s.rule.elementwise or name in ("and", "or", "not") or (
+            s.rule.nondiff and s.rule.operands == s.rule.params and len(s.rule.operands) in (1, 2)
+            and name not in _SCALAR and name not in ("np.shape", "np.eye", "np.arange")):
+        if None in args:
+            return fresh
+        arrays = {c for c in args if c != SCALAR}
+        if not arrays:
+            return SCALAR
+        return arrays.pop() if len(arrays) == 1 else fresh
+    if name in ("copy", "stop_gradient", "np.copy", "np.asarray", "np.negative", "np.positive",
+                "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like", "np.round"):
+        return args[0] or fresh
+    if name in ("np.zeros", "np.ones", "np.empty", "np.full"):
+        return _shape_class(s.params.get("shape")) or fresh
+    if name == "np.array" and isinstance(s.args[0], Tup):
+        items = s.args[0].items
+        if all(class_of(x, classes) == SCALAR for x in items):
+            return ("const", (len(items),))
+    return fresh
+
+
+def _shape_class(shape):
+    if isinstance(shape, Const):
+        value = shape.value if isinstance(shape.value, tuple) else (shape.value,)
+        return ("const", value)
+    parts = shape.items if isinstance(shape, Tup) else (shape,)
+    if all(isinstance(p, (Var, Const)) for p in parts):
+        return ("shape", tuple(p.name if isinstance(p, Var) else p.value for p in parts))
+    return None
+
+
+def _call_classes(s, classes, ranks):
+    """Output classes of a call, in the caller's terms."""
+    args = [class_of(a, classes) or ("unknown", next(_FRESH)) for a in s.args]
+    tokens = [("param", i) for i in range(len(args))]
+    arg_ranks = [rank_of(a, ranks) for a in s.args]
+    key = (s.callee.key, tuple(arg_ranks))
+    if key not in _CALL_CLASSES:
+        _CALL_CLASSES[key] = None     # a guard while inferring
+        inner = shape_classes(s.callee, tokens, infer(s.callee, arg_ranks))
+        _CALL_CLASSES[key] = [class_of(leaf, inner) for leaf in _leaves(s.callee.out_tree)]
+    outs = _CALL_CLASSES[key]
+    if outs is None:
+        return [("unknown", next(_FRESH)) for _ in s.targets]
+    mapping = dict(zip(tokens, args))
+    return [mapping.get(c, c) if c is not None else ("unknown", next(_FRESH)) for c in outs]

@@ -157,6 +157,7 @@ class ReverseWriter:
         self.names = fn.names
         self.act = analyse(fn, wrt, seeds)
         self.ranks = ranks.infer(fn, param_ranks or [None] * len(fn.params))
+        self.classes = ranks.shape_classes(fn, [("param", p) for p in fn.params], self.ranks)
         self.carried = {h for s in walk(fn.body) if isinstance(s, (For, While)) for h in s.carried}
         self.push_end = {}     # id(block) -> names pushed at its end
         self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
@@ -164,12 +165,55 @@ class ReverseWriter:
         self.stacks = {}       # (primal name, kind) -> stack name
         self.used = set()      # stacks the final pass uses
         self.saves = {}        # id(element write) -> stack of overwritten values
-        self.recomputed = set()  # names the adjoint sweep recomputes in loops
+        self.recomputed = set()  # names the adjoint sweep recomputes
+        self.split = False       # printing a fwd/bwd pair (see write_split)
         self._named = {}       # primal name -> adjoint name
 
     # -- driver --------------------------------------------------------------
     def write(self, fname, cot_params, returns, seed_exprs):
         """Print ``def fname(params + cot_params)`` returning ``returns(adj)``."""
+        fwd, back, ret = self._sweeps(seed_exprs, returns)
+        out = codegen.Writer()
+        codegen.def_line(out, fname, self.fn.params + cot_params)
+        out.indent = 1
+        out.lines.extend(fwd.lines)
+        ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0])
+        out.lines.extend(back.lines)
+        out.node(ret)
+        out.blank()
+        return out.text()
+
+    def write_split(self, fwd_name, bwd_name, cot_params, returns, seed_exprs):
+        """The primal sweep and the adjoint sweep as two functions.
+
+        ``fwd_name(params)`` returns the outputs and then the residuals, the
+        values its adjoint sweep reads; ``bwd_name(params, residuals,
+        cotangents)`` returns the cotangents.  A caller runs the first in its
+        own primal sweep and the second in its adjoint sweep, so nothing is
+        computed twice.  Returns (source, residual names).
+        """
+        self.split = True
+        fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_leaves([self.fn.out_tree])))
+        wanted = (_reads(back.nodes) | _names_in(ret)) - self.recomputed
+        residuals = [n for n in sorted(self._forward_defs() & wanted) if n not in self.fn.params]
+        out = codegen.Writer()
+        codegen.def_line(out, fwd_name, self.fn.params)
+        out.lines.extend(fwd.lines)
+        outs = self._capture_mutated_outputs(out, codegen.atom(self.fn.out_tree))
+        outs = outs.elts if isinstance(outs, ast.Tuple) else [outs]
+        out.indent = 1
+        out.node(ast.Return(ast.Tuple(_flat(outs) + [codegen.name(r) for r in residuals],
+                                      ast.Load())))
+        out.blank()
+        codegen.def_line(out, bwd_name, self.fn.params + residuals + cot_params)
+        out.lines.extend(back.lines)
+        out.indent = 1
+        out.node(ret)
+        out.blank()
+        return out.text(), residuals
+
+    def _sweeps(self, seed_exprs, returns, live_out=()):
+        """(primal sweep writer, adjoint sweep writer, return statement)."""
         # Pass 1 finds what the adjoint reads, which decides the element saves;
         # pass 2 writes the adjoint with the restores in place.
         self._sweep(seed_exprs, returns)
@@ -178,20 +222,36 @@ class ReverseWriter:
                       if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays}
         self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
         back, ret = self._sweep(seed_exprs, returns)
-        out = codegen.Writer()
-        codegen.def_line(out, fname, self.fn.params + cot_params)
-        out.indent = 1
+        fwd = codegen.Writer()
+        fwd.indent = 1
         for stack in self.stacks.values():
             if stack in self.used:
-                out.node(_assign(stack, ast.List([], ast.Load())))
+                fwd.node(_assign(stack, ast.List([], ast.Load())))
         body = [s for s in self.fn.body if not isinstance(s, Return)]
-        hooks = _ForwardHooks(self, keep(body, self._reads))
-        codegen.block(out, body, self.module.fn_names, hooks)
-        ret = self._capture_mutated_outputs(out, ret)
-        out.lines.extend(back.lines)
-        out.node(ret)
-        out.blank()
-        return out.text()
+        self.kept = keep(body, self._reads | set(live_out), self._call_defs())
+        codegen.block(fwd, body, self.module.fn_names, _ForwardHooks(self, self.kept))
+        return fwd, back, ret
+
+    def _call_defs(self):
+        """Residual names each split helper call defines, by statement id."""
+        return {k: residuals for k, (_, residuals) in self.split_calls.items()}
+
+    def _forward_defs(self):
+        """Names the printed primal sweep assigns."""
+        out = {n for n in self.stacks.values() if n in self.used}
+        for x in walk(self.fn.body):
+            if id(x) not in self.kept:
+                continue
+            if isinstance(x, (Prim, Call)):
+                out.update(_targets(x))
+                out.update(self.split_calls.get(id(x), ("", ()))[1])
+            elif isinstance(x, For):
+                out.add(x.index)
+            elif isinstance(x, While) and id(x) in self.counters:
+                out.add(self.counters[id(x)])
+            elif isinstance(x, If):
+                out.update(x.joins)
+        return out
 
     def _sweep(self, seed_exprs, returns):
         w = codegen.Writer()
@@ -204,8 +264,12 @@ class ReverseWriter:
             else:
                 self.adj.add(var, expr)
         self.recomputed = set()
+        self.split_calls = {}
         self.rev_block(self.fn.body, in_loop=False)
         ret = returns(self.adj)
+        if self.split:       # what the bwd function can recompute is not a residual
+            self._prepend_recomputed(w, self._recompute(
+                self.fn.body, _reads(w.nodes) | _names_in(ret), self.fn.params))
         self._reads = (_reads(w.nodes) - self.recomputed) | _names_in(ret)
         return w, ret
 
@@ -249,6 +313,9 @@ class ReverseWriter:
         if not others:
             return None           # the other operands are Python scalars
         mine, out = rank_of(arg, self.ranks), self.ranks.get(target)
+        same = ranks.class_of(arg, self.classes)
+        if same is not None and same == self.classes.get(target):
+            return None
         if mine == 0:
             return None if out == 0 else "sum" if out is not None else "unbroadcast"
         return "unbroadcast"
@@ -291,7 +358,12 @@ class ReverseWriter:
         in_names = [callee.params[i] for i in ins]
         out_leaves = list(var_leaves([callee.out_tree]))
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
-        vjp_name = self.module.helper_vjp(callee, tuple(in_names), tuple(seeds))
+        arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
+        fwd_name, bwd_name, residuals = self.module.helper_vjp(
+            callee, tuple(in_names), tuple(seeds), arg_ranks)
+        held = [self._local(("residual", id(s), r), f"{callee.name}_{r.lstrip('_')}")
+                for r in residuals]
+        self.split_calls[id(s)] = (fwd_name, held)
         # A cotangent lands directly in its adjoint's name when it is the first.
         results, fresh = [], set()
         for i in ins:
@@ -300,19 +372,23 @@ class ReverseWriter:
                 fresh.add(var)
                 results.append(adj.name_of(var))
             else:
-                key = ("call", id(s), i)
-                if key not in self._named:
-                    self._named[key] = self.names.temp()
-                results.append(self._named[key])
-        args = [codegen.atom(a) for a in s.args] + [codegen.name(adj.get(t)) for t in outs]
+                results.append(self._local(("call", id(s), i), None))
+        args = ([codegen.atom(a) for a in s.args] + [codegen.name(r) for r in held]
+                + [codegen.name(adj.get(t)) for t in outs])
         unpack = ast.Tuple([ast.Name(r, ast.Store()) for r in results], ast.Store())
-        w.node(ast.Assign([unpack], ast.Call(codegen.name(vjp_name), args, []), lineno=0))
+        w.node(ast.Assign([unpack], ast.Call(codegen.name(bwd_name), args, []), lineno=0))
         for i, r in zip(ins, results):
             var = s.args[i].name
             if adj.get(var) is None:
                 adj.bind(var, r, owned=True)
             else:
                 adj.add(var, codegen.name(r))
+
+    def _local(self, key, base):
+        """A name for a generated local, the same in both passes."""
+        if key not in self._named:
+            self._named[key] = self.names.fresh(base) if base else self.names.temp()
+        return self._named[key]
 
     def rev_if(self, s, in_loop):
         self._prepare(s)
@@ -359,15 +435,10 @@ class ReverseWriter:
         self.w = self.adj.w = outer
         pad = "    " * sub.indent
         lines = []
-        recompute = self._recompute(loop, _reads(sub.nodes)) if loop is not None else []
-        if recompute:
-            head = codegen.Writer()
-            head.indent = sub.indent
-            for x in recompute:
-                head.node(codegen.stmt(x, self.module.fn_names))
-            sub.lines[:0] = ["    " * sub.indent + "# recomputed, not stored"] + head.lines
-            sub.nodes[:0] = head.nodes
-            self.recomputed.update(t for x in recompute for t in x.targets)
+        if loop is not None:
+            index = [loop.index] if isinstance(loop, For) else []
+            self._prepend_recomputed(sub, self._recompute(
+                loop.body, _reads(sub.nodes), index + list(loop.carried), loop.carried))
         if in_loop:
             reads = _reads(sub.nodes) - self.recomputed
             guarded = []
@@ -392,23 +463,24 @@ class ReverseWriter:
         if not lines and all(x.lstrip().startswith("#") for x in sub.lines):
             outer.lines.append(pad + "pass")
 
-    def _recompute(self, loop, reads):
-        """Cheap scalar statements of a loop body the adjoint recomputes.
+    def _recompute(self, body, reads, available=(), carried=()):
+        """Cheap scalar statements of ``body`` that the adjoint recomputes.
 
         A hand-written adjoint recomputes ``x[i] ** 2`` from ``x`` and ``i``
         rather than storing it; so do we, for scalar arithmetic and element
-        reads whose inputs are the loop index, values fixed during the loop,
-        loop-carried values (popped anyway) or other recomputed values.
+        reads whose inputs are ``available`` (a loop's index and carried
+        values, popped anyway; a split function's parameters), values that do
+        not change while ``body`` runs, or other recomputed values.
         """
-        inside = {t for x in walk(loop.body) for t in _targets(x)}
-        inside |= {x.index for x in walk(loop.body) if isinstance(x, For)}
-        written = self._storage_read({x.args[0].name for x in walk(loop.body)
+        inside = {t for x in walk(body) for t in _targets(x)}
+        inside |= {x.index for x in walk(body) if isinstance(x, For)}
+        inside |= set(carried)
+        written = self._storage_read({x.args[0].name for x in walk(body)
                                       if isinstance(x, Prim) and x.rule.mutates})
         roots = self._storage_read
-        index = getattr(loop, "index", None)
-        available = set(loop.carried) | ({index} if index else set())
+        available = set(available)
         chosen = {}
-        for x in loop.body:
+        for x in body:
             if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
                     and self.ranks.get(x.targets[0]) == 0):
                 continue
@@ -419,12 +491,24 @@ class ReverseWriter:
                    for n in ins):
                 chosen[x.targets[0]] = x
         needed, order = set(), []
-        for x in reversed(loop.body):
+        for x in reversed(body):
             if isinstance(x, Prim) and x.targets and x.targets[0] in chosen and (
                     x.targets[0] in reads or x.targets[0] in needed):
                 order.append(x)
                 needed |= set(leaves(list(x.args) + list(x.params.values())))
         return order[::-1]
+
+    def _prepend_recomputed(self, writer, stmts):
+        """Print ``stmts`` at the top of ``writer``'s block."""
+        if not stmts:
+            return
+        head = codegen.Writer()
+        head.indent = writer.indent
+        for x in stmts:
+            head.node(codegen.stmt(x, self.module.fn_names))
+        writer.lines[:0] = ["    " * writer.indent + "# recomputed, not stored"] + head.lines
+        writer.nodes[:0] = head.nodes
+        self.recomputed.update(t for x in stmts for t in x.targets)
 
     def _prepare(self, s):
         """Define the outside adjoints a compound statement contributes to."""
@@ -469,6 +553,7 @@ class ReverseWriter:
         out = []
         for x in body:
             out.extend(_targets(x) if isinstance(x, (Prim, Call)) else [])
+            out.extend(self.split_calls.get(id(x), ("", ()))[1])
             if isinstance(x, While) and id(x) in self.counters:
                 out.append(self.counters[id(x)])
             if isinstance(x, If):
@@ -490,19 +575,19 @@ class ReverseWriter:
                 root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
         return {root.get(n, n) for n in reads}
 
-    def _capture_mutated_outputs(self, out, ret):
-        """Copy returned arrays that the adjoint sweep will restore in place."""
+    def _capture_mutated_outputs(self, out, value):
+        """``value`` with returned arrays that the adjoint sweep restores copied first."""
         restored = {s.args[0].name for s in walk(self.fn.body)
                     if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
         renames = {}
-        for name in _names_in(ret.value.elts[0]) if isinstance(ret.value, ast.Tuple) else ():
+        for name in _names_in(value):
             if name in restored:
-                renames[name] = self.names.fresh(f"{name}_value")
+                renames[name] = self._local(("value", name), f"{name}_value")
+                out.indent = 1
                 out.node(_assign(renames[name], _call("rt.snapshot", codegen.name(name))))
         if renames:
-            ret.value.elts[0] = _Subst({k: codegen.name(v) for k, v in renames.items()}).visit(
-                ret.value.elts[0])
-        return ret
+            value = _Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
+        return value
 
 
 _CHEAP = {"np.add", "np.subtract", "np.multiply", "np.divide", "np.negative", "np.positive",
@@ -540,6 +625,14 @@ class _ForwardHooks(codegen.Hooks):
             w.node(_push(self.r._stack(n), n))
 
     def simple(self, w, s):
+        split = self.r.split_calls.get(id(s))
+        if split is not None:
+            fwd_name, residuals = split
+            w.loc(s.loc)
+            names = [ast.Name(n, ast.Store()) for n in s.targets + residuals]
+            call = ast.Call(codegen.name(fwd_name), [codegen.atom(a) for a in s.args], [])
+            w.node(ast.Assign([ast.Tuple(names, ast.Store())], call, lineno=0))
+            return True
         stack = self.r.saves.get(id(s))
         if stack is None:
             return False
@@ -605,14 +698,25 @@ def grads_expr(fn, wrt_trees, adj):
     return ast.Tuple([one(t) for t in wrt_trees], ast.Load())
 
 
-def helper_vjp_source(module, callee, in_names, seeds, fname):
-    """The VJP of a called user function: (params..., b_outs...) -> in cotangents."""
-    writer = ReverseWriter(module, callee, set(in_names), set(seeds))
+def helper_vjp_source(module, callee, in_names, seeds, ranks, fwd_name, bwd_name):
+    """A called user function's VJP, split in ``fwd_name`` and ``bwd_name``.
+
+    Returns (source, residual names) -- see :meth:`ReverseWriter.write_split`.
+    """
+    writer = ReverseWriter(module, callee, set(in_names), set(seeds), list(ranks))
     cot = [callee.names.adjoint(s) for s in seeds]
     seed_exprs = list(zip(seeds, (codegen.name(c) for c in cot)))
     in_trees = [Var(n) for n in in_names]
-    return writer.write(fname, cot, lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
-                        seed_exprs)
+    return writer.write_split(fwd_name, bwd_name, cot,
+                              lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
+                              seed_exprs)
+
+
+def _flat(exprs):
+    out = []
+    for e in exprs:
+        out.extend(_flat(e.elts) if isinstance(e, ast.Tuple) else [e])
+    return out
 
 
 def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None):

@@ -28,6 +28,7 @@ combinations would test Numba's typing of NumPy rather than our rules.
 import dataclasses
 import importlib
 import math
+import pathlib
 import sys
 import zlib
 
@@ -36,6 +37,7 @@ import pytest
 
 import s2s_ad as ad
 from s2s_ad import rules
+from s2s_ad.rules import table
 from s2s_ad.testing import check_grad, check_vjp
 
 # -- sample inputs ----------------------------------------------------------------
@@ -116,7 +118,13 @@ def _ident(text):
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
+# Rule names that would read like another rule's id.
+_ID_NAMES = {"copy": "join_copy"}
+
+
 def _short(rule):
+    if rule in _ID_NAMES:
+        return _ID_NAMES[rule]
     return rule[3:] if rule.startswith("np.") else rule.replace(".", "_")
 
 
@@ -204,11 +212,13 @@ def _domains(rule):
     return [s] * len(rule.params)
 
 
-# Elementwise rules whose Numba case also runs on a float32 matrix: those
-# whose partials mix Python-float constants into the arithmetic (float32
-# must survive them) and a few plain ones.
-NUMBA_FLOAT32 = {"np.add", "np.divide", "np.power", "np.exp2", "np.sqrt", "np.log10",
-                 "np.tanh", "np.abs", "np.where", "np.maximum"}
+# Elementwise rules whose Numba case also runs on a float32 matrix: partials
+# that mix Python-float constants into float32 arithmetic.
+NUMBA_FLOAT32 = {"np.divide", "np.exp2", "np.where"}
+# Rules whose Numba case broadcasts.  Un-broadcasting is the same runtime
+# code for every rule, but these primals are not plain ufuncs in Numba (and
+# np.multiply stands for the ufuncs).
+NUMBA_BROADCAST = {"np.multiply", "np.where", "np.clip"}
 # Non-differentiable elementwise rules that also run on a Numba vector.
 NUMBA_ON_ARRAYS = {"np.sign", "np.floor", "np.less", "np.round", "np.logical_and"}
 
@@ -217,7 +227,7 @@ def numba_subset(rule):
     """(shape, dtype) pairs an elementwise rule's plain form runs on with Numba."""
     if rule.name.startswith("math."):
         return {("scalar", "float64")}
-    out = {("broadcast", "float64")} if len(rule.params) > 1 else {("vector", "float64")}
+    out = {("broadcast" if rule.name in NUMBA_BROADCAST else "vector", "float64")}
     if rule.name in NUMBA_FLOAT32:
         out.add(("matrix", "float32"))
     return out
@@ -310,7 +320,7 @@ def _reductions(name, method, domain=None):
         ("vector", a_v, f"{fn}(a)", ()),
         ("axis0-vector", a_v, f"{fn}(a, axis=0)", ()),
         ("keepdims-vector", a_v, f"{fn}(a, axis=-1, keepdims=True)", ()),
-        ("matrix", a_m, f"{fn}(a)", NB),
+        ("matrix", a_m, f"{fn}(a)", NB if name == "sum" else ()),
         ("axis0-matrix", a_m, f"{fn}(a, axis=0)", ()),
         ("axis-1-matrix", a_m, f"{fn}(a, axis=-1)", NB32),
         ("keepdims-matrix", a_m, f"{fn}(a, axis=-1, keepdims=True)", ()),
@@ -452,6 +462,23 @@ ARRAY_PROGRAMS = {
     "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
                    ("method-vector", {"x": (None, V)}, "x * x.argsort()", ())],
     "dtype": [("vector", {"x": (None, V)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
+    # Writes into an array.  Never into an argument: finite differences
+    # call the function again.
+    "setitem": [
+        ("into_zeros-vector", {"x": (None, V), "c": (None, ())},
+         "y = np.zeros(4)\ny[1] = c\nreturn y * x", NB),
+        ("overwrite-vector", {"x": (None, V), "c": (None, ())},
+         "y = x * 1.0\ny[2] = c * c\nreturn y * x", ()),
+        ("row-matrix", {"x": (None, M), "v": (None, V)}, "y = x * 2.0\ny[1] = v\nreturn y", NB),
+        ("slice-vector", {"x": (None, V), "v": (None, V)},
+         "y = x + 0.0\ny[1:3] = v[:2]\nreturn y * v", ()),
+        ("augmented-vector", {"x": (None, V), "c": (None, ())},
+         "y = x * 1.0\ny[0] += c\nreturn y * y", ())],
+    # Joins of values at the end of branches and loop bodies.
+    "copy": [
+        ("branch-vector", {"x": (None, V), "c": (None, ())},
+         "if c > 0.0:\n    y = x * c\nelse:\n    y = np.sin(x)\nreturn y", NB),
+        ("loop-vector", {"x": (None, V)}, "y = x\nfor i in range(3):\n    y = y * x\nreturn y", ())],
 }
 
 
@@ -592,3 +619,28 @@ def test_stop_gradient(backend, tmp_path, monkeypatch):
         grad, grad_all = ad.jit(grad), ad.jit(grad_all)
     np.testing.assert_array_equal(grad(x), x)
     np.testing.assert_array_equal(grad_all(x), np.zeros(3))
+
+
+# -- the supported surface and its documentation --------------------------------------
+
+def test_surface_is_partitioned():
+    """Each NumPy ufunc, math function and common array function is ruled,
+    non-differentiable, or unsupported with a reason -- exactly one."""
+    kinds = {name: table.classify(name) for name in table.surface()}
+    unaccounted = sorted(n for n, k in kinds.items() if k is None)
+    assert not unaccounted, (f"no rule and no entry in s2s_ad.rules.table.UNSUPPORTED: "
+                             f"{unaccounted}")
+    ruled_and_listed = sorted(n for n in table.UNSUPPORTED
+                              if rules.lookup(table.resolve(n)) is not None)
+    assert not ruled_and_listed, f"ruled, yet listed as unsupported: {ruled_and_listed}"
+    stale = sorted(n for n in table.UNSUPPORTED if table.resolve(n) is None)
+    assert not stale, f"listed as unsupported but not in NumPy/math: {stale}"
+    assert all(reason.strip() for reason in table.UNSUPPORTED.values())
+    counts = {k: sum(v == k for v in kinds.values()) for k in ("rule", "nondiff", "unsupported")}
+    assert min(counts.values()) > 0, counts
+
+
+def test_supported_md_is_up_to_date():
+    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "supported.md"
+    assert page.read_text() == table.render(), (
+        "docs/supported.md is stale: run python -m s2s_ad.rules.table > docs/supported.md")
