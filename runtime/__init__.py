@@ -6,8 +6,16 @@ numba.extending.overload, so the same names work inside @numba.njit code.
 """
 
 # Importing the _nb_* modules registers the Numba overloads of the helpers.
-from . import _nb_linalg, _nb_plumbing, _nb_reduction_grads, _nb_reductions, _nb_shapes  # noqa: F401
+from . import (  # noqa: F401
+    _nb_elementwise,
+    _nb_linalg,
+    _nb_plumbing,
+    _nb_reduction_grads,
+    _nb_reductions,
+    _nb_shapes,
+)
 from .control import range_last, snapshot
+from .elementwise import clip
 from .linalg import (
     dot,
     dot_grad_a,
@@ -21,7 +29,7 @@ from .linalg import (
 )
 from .plumbing import like, reshape_like, unbroadcast, zeros_like
 from .reductions import amax, amin, mean, mean_grad, minmax_grad, prod, prod_grad, sum, sum_grad
-from .shapes import index_grad, split_grad, squeeze, stack_grad, transpose_grad
+from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "zeros_like", "like", "reshape_like",
@@ -30,6 +38,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "dot", "matmul", "inner",
     "dot_grad_a", "dot_grad_b", "matmul_grad_a", "matmul_grad_b",
     "inner_grad_a", "inner_grad_b",
-    "squeeze", "transpose_grad", "split_grad", "stack_grad", "index_grad",
+    "squeeze", "ndim", "transpose_grad", "split_grad", "stack_grad", "index_grad",
+    "clip",
     "range_last", "snapshot",
 ]

@@ -84,14 +84,16 @@ def _like(b, x):
     if is_scalar(b):
         return compile_impl(
             f"def impl(b, x):\n    return np.full(x.shape, b, {dt})")
-    lines = ["def impl(b, x):"]
-    if b.ndim == x.ndim and b.dtype == x.dtype:
-        lines += ["    if b.shape == x.shape:", "        return b"]
-    # Broadcasting assignment also casts b to x's dtype.
-    lines += [f"    out = np.empty(x.shape, {dt})",
-              "    out[...] = b",
-              "    return out"]
-    return compile_impl("\n".join(lines))
+    if b.ndim != x.ndim:
+        raise TypingError(f"like: a {b.ndim}-d cotangent for a {x.ndim}-d primal")
+    # Adjoints already have their primal's shape; only the dtype may differ.
+    # (A broadcasting ``out[...] = b`` here cost seconds of compile time.)
+    cast = "b" if b.dtype == x.dtype else f"b.astype({dt})"
+    return compile_impl(
+        "def impl(b, x):\n"
+        "    if b.shape != x.shape:\n"
+        "        raise ValueError('like: the cotangent has the wrong shape')\n"
+        f"    return {cast}")
 
 
 def _scalar_from(v, name, dt, params):

@@ -26,6 +26,12 @@ def _select(ndim, axes, what):
     return ", ".join(what if d in axes else ":" for d in range(ndim))
 
 
+@overload(shapes.ndim)
+def _ndim(a):
+    rank = a.ndim if isinstance(a, types.Array) else 0
+    return compile_impl(f"def impl(a):\n    return {rank}")
+
+
 @overload(shapes.squeeze, prefer_literal=True)
 def _squeeze(a, axis=None):
     _require_array(a, "squeeze")

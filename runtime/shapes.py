@@ -12,6 +12,11 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ._common import grad_dtype
 
 
+def ndim(a):
+    """np.ndim(a) (Numba has no np.ndim; its overload reads the type's rank)."""
+    return np.ndim(a)
+
+
 def squeeze(a, axis=None):
     """np.squeeze(a, axis) (axis: None, int or tuple of ints)."""
     return np.squeeze(a, axis=axis)

@@ -421,6 +421,8 @@ ARRAY_PROGRAMS = {
         ("runtime_int-vector", {"x": (None, V), "i": (2, None)}, "x[i]", NB),
         ("runtime_slice-vector", {"x": (None, V), "i": (1, None)}, "x[i:i + 2]", ()),
         ("twice-vector", {"x": (None, V)}, "x[1] * x[1] + x[0]", ()),
+        # An integer-array index with a repeated position: both reads count.
+        ("repeated_index-vector", {"x": (None, V)}, "x[np.arange(5) // 2]", ()),
         ("unpack-vector", {"x": (None, (3,))}, "a, b, c = x\nreturn a * b + c", ())],
     "np.full": [
         ("scalar_fill", {"c": (None, ())}, "np.full((3, 4), c)", NB),

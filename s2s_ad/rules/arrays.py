@@ -121,7 +121,7 @@ linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_v
 nondiff("np.arange", np.arange, ("start", "stop", "step"), defaults={"stop": None, "step": None})
 nondiff("np.eye", np.eye, ("N",))
 nondiff("np.shape", np.shape, ("a",))
-nondiff("np.ndim", np.ndim, ("a",))
+nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim")   # Numba has no np.ndim
 nondiff("np.size", np.size, ("a",))
 nondiff("len", len, ("obj",))
 nondiff("int", int, ("x",))

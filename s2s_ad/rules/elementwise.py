@@ -69,7 +69,7 @@ elementwise("np.where", np.where, ("condition", "x", "y"),
 # returns hi, so the cotangent goes to hi alone.
 elementwise("np.clip", np.clip, ("a", "a_min", "a_max"),
             {"a": "(a >= a_min) & (a <= a_max)", "a_min": "(a < a_min) & (a_min <= a_max)",
-             "a_max": "(a > a_max) | (a_min > a_max)"}, methods=("clip",))
+             "a_max": "(a > a_max) | (a_min > a_max)"}, methods=("clip",), emit="rt.clip")
 
 # math functions act on Python floats.
 _MATH = {

@@ -263,6 +263,38 @@ def while_continue(x):
     return s
 
 
+def while_true_break(a):
+    """while True with the exit at the bottom (a do-while)."""
+    x = a
+    n = 0
+    while True:
+        x = np.sin(x) + a
+        n += 1
+        if n >= 3:
+            break
+    return x
+
+
+def element_while(x):
+    """The condition reads the array: walk until the first negative entry."""
+    i = 0
+    s = 0.0
+    while x[i] > 0.0:
+        s = s + np.exp(x[i]) * s + x[i]
+        i += 1
+    return s
+
+
+def while_fill(x):
+    """A while loop writing into a zeros array, reading the previous entry."""
+    y = np.zeros(x.shape[0])
+    i = 0
+    while i < x.shape[0]:
+        y[i] = x[i] * 2.0 + (y[i - 1] * x[i] if i > 0 else 0.0)
+        i += 1
+    return np.sum(y * y)
+
+
 # -- break, continue and return in loops ---------------------------------------
 
 
@@ -273,6 +305,31 @@ def continue_negative(x):
         if v < 0.0:
             continue
         s = s + v * v * s + v
+    return s
+
+
+def continue_write(x):
+    """continue skips an in-place write."""
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            continue
+        out[i] = x[i] * x[i]
+    return np.sum(out * x)
+
+
+def nested_continue_break(x):
+    """continue in both loops, break in the inner one."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] < 0.0:
+            continue
+        for j in range(x.shape[0]):
+            if j == i:
+                continue
+            s = s + x[i] * x[j]
+            if s > 0.6:
+                break
     return s
 
 
@@ -294,6 +351,27 @@ def return_in_loop(x, t):
             return s * x[i] + t
         s = s + np.sin(x[i])
     return s * t
+
+
+def return_in_while(x):
+    """return from inside a while loop."""
+    i = 0
+    s = 0.0
+    while i < x.shape[0]:
+        s = s + x[i] * x[i]
+        if s > 1.0:
+            return s * x[0]
+        i += 1
+    return s
+
+
+def return_in_nested(x):
+    """return from the inner of two nested loops."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[0]):
+            if x[i] * x[j] > 0.5:
+                return x[i] * x[j] * 3.0
+    return 0.0
 
 
 def nested_break(x):
@@ -341,6 +419,14 @@ def cond_expr(x, y):
     return z * w
 
 
+def cond_in_loop(x):
+    """A conditional expression inside a loop."""
+    s = 0.0
+    for v in x:
+        s = s + (v * v if v > 0.0 else -v * s)
+    return s
+
+
 def bool_ops(x, y):
     """and / or / not on comparisons of differentiated values."""
     s = 0.0
@@ -370,6 +456,32 @@ def looping_helper(c, t):
     for i in range(t.shape[0]):
         s = s + horner(c, t[i]) ** 2
     return s
+
+
+def helper_with_break(v):
+    t = v
+    for k in range(10):
+        t = t * 1.5 + 0.1 * v
+        if t > 2.0:
+            break
+    return t
+
+
+def calls_breaking_helper(x):
+    """A helper with a data-dependent break, called in a loop."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + helper_with_break(x[i]) * x[i]
+    return s
+
+
+def pytree_loop(params, x):
+    """A (weights, bias) tuple argument used in a loop."""
+    w, b = params
+    h = x
+    for k in range(3):
+        h = np.tanh(w * h + b)
+    return np.sum(h * h)
 
 
 # -- in-place writes ----------------------------------------------------------
@@ -507,17 +619,28 @@ CORPUS = [
     (newton_while, lambda: (2.0,), 0),
     (newton_partial, lambda: (3.0,), 0),
     (bisect_then_newton, lambda: (1.7,), 0),
+    (while_true_break, lambda: (0.4,), 0),
+    (element_while, lambda: (np.array([0.3, 0.5, 0.2, -0.8, 0.6]),), 0),
+    (while_fill, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
     (while_continue, lambda: (np.array([0.3, -0.2, 0.5, 1.2, 0.9, -0.4]),), 0),
     (continue_negative, lambda: (np.array([0.3, -0.2, 0.5, -1.0, 0.7]),), 0),
     (break_threshold, lambda: (np.array([0.5, 0.7, 0.9, 1.1, 0.3]),), 0),
-    (return_in_loop, lambda: (np.array([0.3, -0.2, 0.5, 1.2, 0.1]), 0.9), (0, 1)),
+    (continue_write, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
+    (nested_continue_break, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
+    (return_in_loop, lambda: (np.array([0.3, -0.2, 0.5, 1.2, 1.1]), 0.9), (0, 1)),
+    (return_in_while, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
+    (return_in_nested, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
     (nested_break, lambda: (np.array([0.3, 0.45, -0.2, 0.6]),), 0),
     (return_in_branch, lambda: (0.6,), 0),
     (piecewise, lambda: (np.array([0.9, 0.2, -0.8, 0.1, -0.3, 1.3]),), 0),
     (cond_expr, lambda: (0.7, 0.9), (0, 1)),
+    (cond_in_loop, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
     (bool_ops, lambda: (0.6, 0.8), (0, 1)),
     (helper_in_branch, lambda: (np.array([0.3, -0.2, 0.5, -1.0]),), 0),
     (looping_helper, lambda: (np.array([0.5, -1.0, 0.3]), np.array([0.2, -0.4, 0.9])), (0, 1)),
+    (calls_breaking_helper, lambda: (np.array([0.3, 0.7, 1.1]),), 0),
+    (pytree_loop, lambda: ((np.array([0.5, -0.3]), np.array([0.1, 0.2])), np.array([0.7, 0.2])),
+     0),
     (recurrence, lambda: (0.7, np.array([0.3, -0.2, 0.5, 0.1, 0.4])), (0, 1)),
     (overwrite_needed, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
     (accumulate_at, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.7]),), 0),
