@@ -140,6 +140,11 @@ def _reduced(rank, axis, keepdims):
     return None
 
 
+def indexed_rank(rank, index, ranks):
+    """The rank of ``x[index]`` for an ``x`` of rank ``rank`` (None: unknown)."""
+    return _indexed(rank, index, ranks)
+
+
 def _indexed(rank, index, ranks):
     if rank is None:
         return None

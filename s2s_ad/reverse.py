@@ -328,8 +328,15 @@ class ReverseWriter:
             self.w.loc(s.loc, "adjoint of: ")
             if self.act.is_active(value):
                 part = ast.Subscript(codegen.name(bx), index, ast.Load())
-                self.adj.add(value.name, _call("rt.unbroadcast", _call("rt.snapshot", part),
-                                               codegen.name(value.name)))
+                written = ranks.indexed_rank(rank_of(x, self.ranks), s.params["index"], self.ranks)
+                if rank_of(value, self.ranks) == 0 and written == 0:
+                    contribution = part
+                elif rank_of(value, self.ranks) == 0 and written is not None:
+                    contribution = _call("np.sum", part)
+                else:
+                    contribution = _call("rt.unbroadcast", _call("rt.snapshot", part),
+                                         codegen.name(value.name))
+                self.adj.add(value.name, contribution)
             self.adj.prepare(x.name, True)
             target = ast.Subscript(codegen.name(self.adj.get(x.name)), copy.deepcopy(index),
                                    ast.Store())
@@ -434,7 +441,7 @@ class ReverseWriter:
                 self.adj.prepare(h, False)
         self.w = self.adj.w = outer
         pad = "    " * sub.indent
-        lines = []
+        lines, pops = [], []
         if loop is not None:
             index = [loop.index] if isinstance(loop, For) else []
             self._prepend_recomputed(sub, self._recompute(
@@ -447,19 +454,20 @@ class ReverseWriter:
                     if name in reads and not all(sides):
                         branch = x.body if sides[0] else x.orelse
                         self.push_end.setdefault(id(branch), []).append(name)
-                        cond = ast.unparse(codegen.atom(x.cond))
-                        test = cond if sides[0] else f"not {cond}"
-                        guarded += [f"{pad}if {test}:", f"{pad}    {name} = {self._stack(name)}.pop()"]
+                        cond = codegen.atom(x.cond)
+                        test = cond if sides[0] else ast.UnaryOp(ast.Not(), cond)
+                        guarded.append(ast.If(test, [_assign(name, _pop(self._stack(name)))], []))
                         reads |= set(leaves([x.cond]))
             local = [n for n in self._block_defs(body) if n in reads and n not in carried
                      and n not in joins]
             self.push_end.setdefault(id(body), []).extend(local)
             self.push_top[id(body)] = [h for h in carried if h in reads]
-            lines = [f"{pad}{n} = {self._stack(n)}.pop()" for n in local + self.push_top[id(body)]]
-            lines += guarded
+            pops = [_assign(n, _pop(self._stack(n))) for n in local + self.push_top[id(body)]]
+            pops += guarded
+            lines = [pad + line for p in pops for line in ast.unparse(p).splitlines()]
         outer.lines.extend(lines)
         outer.lines.extend(sub.lines)
-        outer.nodes.extend(sub.nodes)
+        outer.nodes.extend(pops + sub.nodes)
         if not lines and all(x.lstrip().startswith("#") for x in sub.lines):
             outer.lines.append(pad + "pass")
 
@@ -481,8 +489,9 @@ class ReverseWriter:
         available = set(available)
         chosen = {}
         for x in body:
+            # Loop-carried names have two definitions: never recomputed.
             if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
-                    and self.ranks.get(x.targets[0]) == 0):
+                    and self.ranks.get(x.targets[0]) == 0 and x.targets[0] not in self.carried):
                 continue
             ins = set(leaves(list(x.args) + list(x.params.values())))
             if x.rule.name == "getitem" and roots(ins) & written:

@@ -1,0 +1,214 @@
+"""Reverse mode through control flow, on the corpus in programs/control_flow.py.
+
+Every program's gradient is checked against central finite differences (the
+dot-product test of ``s2s_ad.testing``) on both backends: ``python`` runs
+the generated NumPy code, ``numba`` runs ``ad.jit(ad.grad(f))``.  Programs
+with array outputs are checked through ``ad.vjp``.  The primal under
+``ad.jit`` must equal the Python function, and the generated code must keep
+the shape of the user's code: one reversed loop per loop, comments that
+carry the user's lines.
+
+Known compiler bugs are marked ``xfail(strict=True)`` in ``KNOWN_BUGS``:
+when a fix lands the mark fails loudly and should be removed.
+"""
+import ast
+import inspect
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import s2s_ad as ad
+from s2s_ad.testing import check_grad, check_vjp
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "programs"))
+import control_flow as cf  # noqa: E402
+
+CASES = {fn.__name__: (fn, make, argnums) for fn, make, argnums in cf.CORPUS}
+ARRAY_CASES = {fn.__name__: (fn, make) for fn, make in cf.ARRAY_CORPUS}
+TARGETS = {"python": "python", "numba": "cpu"}
+
+# -- known bugs ---------------------------------------------------------------
+
+_RECOMPUTE = ("bug: the adjoint sweep recomputes a loop-carried value's update "
+              "(`x = x_1`) instead of popping it, so it reads the value after the loop "
+              "(or an unbound name)")
+_RETURN = ("bug: `return` inside a loop leaves `_ret` unbound before the loop and does not "
+           "stop the loop")
+_VALUE = ("bug: value_and_grad returns the loop-carried output after the adjoint sweep "
+          "popped it back to its value before the loop")
+
+# (test, program, backend or None for every backend) -> reason
+KNOWN_BUGS = {}
+
+
+def _known(test, name, backend=None):
+    return KNOWN_BUGS.get((test, name, backend)) or KNOWN_BUGS.get((test, name, None))
+
+
+def _params(test, names, backends=(None,)):
+    out = []
+    for name in names:
+        for backend in backends:
+            reason = _known(test, name, backend)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            ident = name if backend is None else f"{name}-{backend}"
+            args = (name,) if backend is None else (name, backend)
+            out.append(pytest.param(*args, marks=marks, id=ident))
+    return out
+
+
+def _same_args(got, want):
+    """``got`` (arguments after a call) still equals a fresh ``want``."""
+    if isinstance(want, (tuple, list)):
+        return all(_same_args(g, w) for g, w in zip(got, want))
+    return np.array_equal(got, want)
+
+
+# -- gradients ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, backend", _params("grad", CASES, TARGETS))
+def test_grad(name, backend):
+    fn, make, argnums = CASES[name]
+    args = make()
+    check_grad(fn, args, argnums, target=TARGETS[backend])
+    assert _same_args(args, make()), "the gradient wrote into the caller's arrays"
+
+
+@pytest.mark.parametrize("name, backend", _params("vjp", ARRAY_CASES, TARGETS))
+def test_vjp_array_output(name, backend):
+    fn, make = ARRAY_CASES[name]
+    args = make()
+    check_vjp(fn, args, target=TARGETS[backend])
+    assert _same_args(args, make()), "the vjp wrote into the caller's arrays"
+
+
+@pytest.mark.parametrize("name", _params("vjp_scalar", CASES))
+def test_vjp_scalar_output(name):
+    """vjp with a random scalar cotangent, differentiating every float argument."""
+    fn, make, _ = CASES[name]
+    check_vjp(fn, make())
+
+
+@pytest.mark.parametrize("name", _params("value_and_grad", CASES))
+def test_value_and_grad(name):
+    fn, make, argnums = CASES[name]
+    value, grads = ad.value_and_grad(fn, argnums)(*make())
+    np.testing.assert_allclose(value, fn(*make()), rtol=1e-12, atol=1e-14)
+    want = ad.grad(fn, argnums)(*make())
+    for g, w in zip(grads if isinstance(argnums, tuple) else (grads,),
+                    want if isinstance(argnums, tuple) else (want,)):
+        for a, b in zip(_leaves(g), _leaves(w)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _leaves(x):
+    return [v for item in x for v in _leaves(item)] if isinstance(x, (tuple, list)) else [x]
+
+
+# -- the primal under ad.jit ------------------------------------------------------
+
+PRIMALS = {**{k: (fn, make) for k, (fn, make, _) in CASES.items()}, **ARRAY_CASES}
+
+
+@pytest.mark.parametrize("name", _params("jit_primal", PRIMALS))
+def test_jit_primal_matches_python(name):
+    fn, make = PRIMALS[name]
+    got, want = ad.jit(fn)(*make()), fn(*make())
+    for a, b in zip(_leaves(got), _leaves(want)):
+        assert np.shape(a) == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+# -- the shape of the generated code ---------------------------------------------
+
+LINE = re.compile(r"#\s*(adjoint of: |restore: )?(.*?)  \[line (\d+)\]$")
+
+
+def _grad_source(name):
+    fn, make, argnums = CASES[name]
+    return ad.source(ad.grad(fn, argnums), *make())
+
+
+def _functions(source):
+    """{generated function name: its text}."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    return {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno])
+            for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def _user_loops(fn):
+    """Absolute line numbers of the loops in ``fn``'s own body."""
+    src, first = inspect.getsourcelines(fn)
+    tree = ast.parse("".join(src))
+    return sorted(first + n.lineno - 1 for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)))
+
+
+def _reversed_loops(text):
+    """{user line: how many reversed loops} in ``text``: the loops that follow
+    a ``# adjoint of: for/while ...  [line N]`` comment.  (The same comment
+    also heads the adjoint of the element reads of ``for a, b in zip(x, y)``.)"""
+    lines = text.splitlines()
+    found = {}
+    for k, line in enumerate(lines[:-1]):
+        m = LINE.search(line.strip())
+        if (m and m.group(1) == "adjoint of: " and re.match(r"(for|while)\b", m.group(2))
+                and re.match(r"for \w+ in range\(", lines[k + 1].strip())):
+            found[int(m.group(3))] = found.get(int(m.group(3)), 0) + 1
+    return found
+
+
+LOOPY = ["cumsum_sq", "power_iter", "triangle", "matrix_fill", "recurrence", "newton_while",
+         "newton_partial", "while_continue", "zip_loop", "enumerate_loop", "row_loop",
+         "nested_break", "break_threshold", "ode_rk2", "data_bounds"]
+
+
+@pytest.mark.parametrize("name", _params("reversed_loops", LOOPY))
+def test_one_reversed_loop_per_loop(name):
+    fn = CASES[name][0]
+    entry = _functions(_grad_source(name))[f"grad_{name}"]
+    loops = _user_loops(fn)
+    assert _reversed_loops(entry) == {line: 1 for line in loops}
+    # ... and the primal sweep keeps the loops whose values the adjoint reads
+    # (all of them, in these programs).
+    tree = ast.parse(entry)
+    assert sum(isinstance(n, (ast.For, ast.While)) for n in ast.walk(tree)) == 2 * len(loops)
+
+
+@pytest.mark.parametrize("name", _params("reversed_loops", ["looping_helper"]))
+def test_helper_vjp_reverses_its_loop(name):
+    functions = _functions(_grad_source(name))
+    vjps = [text for fname, text in functions.items()
+            if re.match(r"(vjp|bwd)_horner", fname)]
+    assert len(vjps) == 1, list(functions)
+    assert _reversed_loops(vjps[0]) == {line: 1 for line in _user_loops(cf.horner)}
+
+
+@pytest.mark.parametrize("name", _params("line_comments", CASES))
+def test_comments_carry_user_lines(name):
+    """Every ``[line N]`` comment quotes line N of the user's file verbatim."""
+    fn = CASES[name][0]
+    with open(inspect.getsourcefile(fn)) as f:
+        user = f.read().splitlines()
+    source = _grad_source(name)
+    quoted = [LINE.search(line.strip()) for line in source.splitlines()]
+    quoted = [m for m in quoted if m]
+    assert quoted
+    for m in quoted:
+        n = int(m.group(3))
+        assert user[n - 1].strip() == m.group(2), f"line {n}: {m.group(0)!r}"
+
+
+def test_generated_loop_reads_like_the_users():
+    """The cumulative-sum gradient, spelled out: the primal loop records the
+    running sum, the adjoint loop runs backwards over the same range."""
+    source = _grad_source("cumsum_sq")
+    entry = _functions(source)["grad_cumsum_sq"]
+    line = inspect.getsourcelines(cf.cumsum_sq)[1] + 4
+    assert f"# adjoint of: for i in range(x.shape[0]):  [line {line}]" in entry
+    assert re.search(r"for i in range\((\w+) - 1, -1, -1\):", entry)
+    assert "s_stack.append(s)" in entry and "s = s_stack.pop()" in entry
