@@ -12,10 +12,10 @@ inner.  Anything else is a TypingError naming the limitation.
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 from . import linalg
-from ._nbutil import compile_impl, dtype_src, grad_dtype, is_scalar, np_dtype
+from ._nbutil import compile_impl, dtype_src, grad_dtype, index, is_scalar, loops, np_dtype
 
 
 def _check(fname, *tys, max_ndim=2, scalars=True):
@@ -85,16 +85,56 @@ def _scale_impl(a, b):
     return compile_impl(f"def impl(a, b):\n    return {expr}")
 
 
+def _sum_of_products_src(g, other, dt, params):
+    """Source of dt(sum(g * other)) as a loop (the adjoint of a scalar).
+
+    Replaces np.sum(g * other): no temporary, and far cheaper to compile.
+    """
+    oname, oty = other
+    ct = dtype_src(_weak_dtype(g, oty))
+    shaped = [(n, t) for n, t in (("g", g), other)
+              if isinstance(t, types.Array) and t.ndim]
+    names = [f"i{d}" for d in range(shaped[0][1].ndim)]
+
+    def elem(name, ty):
+        if is_scalar(ty):
+            return f"{ct}({name})"
+        return f"{name}[{index(names if ty.ndim else [])}]"
+
+    lines = [f"def impl({params}):", f"    acc = {ct}(0)"]
+    if len(shaped) == 2:
+        if g.ndim != oty.ndim:
+            raise TypingError("s2s_ad.runtime: g must have the product's "
+                              "shape")
+        lines += [f"    if g.shape != {oname}.shape:",
+                  "        raise ValueError('g must have the product shape')"]
+    lines += loops(names, [f"{shaped[0][0]}.shape[{d}]"
+                           for d in range(len(names))],
+                   [f"acc += {elem('g', g)} * {elem(oname, oty)}"])
+    lines.append(f"    return {dt}(acc)")
+    return "\n".join(lines)
+
+
 def _scale_grad_impl(g, x, other, params):
     """Impl of the adjoint of x in x * other (one of them a scalar)."""
-    expr, dt = _weak_mul("g", g, other[0], other[1])
     if is_scalar(x):
-        if isinstance(g, types.Array) or isinstance(other[1], types.Array):
-            expr = f"np.sum({expr})"
-        body = f"{dtype_src(grad_dtype(x))}({expr})"
-    else:
-        body = _cast(expr, dt, x)
-    return compile_impl(f"def impl({params}):\n    return {body}")
+        dt = dtype_src(grad_dtype(x))
+        if any(isinstance(t, types.Array) and t.ndim for t in (g, other[1])):
+            return compile_impl(_sum_of_products_src(g, other, dt, params))
+        expr, _ = _weak_mul("g", g, other[0], other[1])
+        return compile_impl(f"def impl({params}):\n    return {dt}({expr})")
+    expr, dt = _weak_mul("g", g, other[0], other[1])
+    return compile_impl(f"def impl({params}):\n    return {_cast(expr, dt, x)}")
+
+
+@register_jitable
+def _outer(u, v):
+    """np.outer of 1-D u and v of one dtype (np.outer compiles slowly)."""
+    out = np.empty((u.shape[0], v.shape[0]), u.dtype)
+    for i in range(u.shape[0]):
+        for j in range(v.shape[0]):
+            out[i, j] = u[i] * v[j]
+    return out
 
 
 def _product_impl(a, b, fname, scalars):
@@ -120,10 +160,10 @@ def _matmul(a, b):
 
 # Adjoint formulas for out = a . b by (a.ndim, b.ndim); G, A, B are the
 # prepared g, a and b.  With 1-D . 1-D, g is a scalar.
-_GRAD_A = {(1, 1): "G * B", (2, 1): "np.outer(G, B)",
+_GRAD_A = {(1, 1): "G * B", (2, 1): "_outer(G, B)",
            (1, 2): "np.dot(B, G)", (2, 2): "np.dot(G, B.T)"}
 _GRAD_B = {(1, 1): "G * A", (2, 1): "np.dot(A.T, G)",
-           (1, 2): "np.outer(A, G)", (2, 2): "np.dot(A.T, G)"}
+           (1, 2): "_outer(A, G)", (2, 2): "np.dot(A.T, G)"}
 
 
 def _g_src(g, ct, contiguous=False):
@@ -150,7 +190,7 @@ def _product_grad_impl(g, a, b, which, fname, scalars):
            f"    G = {_g_src(g, ct)}\n"
            f"    {other}\n"
            f"    return {_cast(expr, ct, a if which == 'a' else b)}")
-    return compile_impl(src)
+    return compile_impl(src, {"_outer": _outer})
 
 
 @overload(linalg.dot_grad_a, prefer_literal=True)

@@ -54,17 +54,20 @@ def zeros_like(x):
 def like(b, x):
     """Cotangent `b` cast to the type and shape of primal `x`.
 
-    Array `x`: an array of x.dtype and x.shape (`b` itself when it already
-    is one, else a fresh array filled from `b` by broadcasting).  Scalar
-    `x`: a scalar of x's type (a Python float for Python numbers).
+    Array `x`: an array of x.dtype and x.shape; `b` is either a scalar
+    (filled in, e.g. a 0.0 zero adjoint) or an array of x's shape, returned
+    as is when it already has x's dtype and cast otherwise.  (No general
+    broadcasting: adjoints have their primal's shape, and a broadcasting
+    copy is slow to compile in Numba.)  Scalar `x`: a scalar of x's type
+    (a Python float for Python numbers).
     """
     if not is_array(x):
         return scalar_like(b, x)
-    if is_array(b) and b.dtype == x.dtype and b.shape == x.shape:
-        return b
-    out = np.empty(x.shape, dtype=x.dtype)
-    out[...] = b
-    return out
+    if not is_array(b):
+        return np.full(x.shape, b, dtype=x.dtype)
+    if b.shape != x.shape:
+        raise ValueError("like: the cotangent has the wrong shape")
+    return b if b.dtype == x.dtype else b.astype(x.dtype)
 
 
 def reshape_like(g, x):

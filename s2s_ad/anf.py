@@ -266,14 +266,30 @@ class Lowerer:
         return headers
 
     def exit_loop(self, node, headers, body):
+        """Copy each variable's end-of-body value into its header.
+
+        The copies act as one parallel assignment: a header another copy
+        reads is first saved in a temporary (``i = k; k = k + 1`` must give
+        ``i`` the old ``k``).
+        """
+        copies = []
         for name, header in headers.items():
             if name not in self.env:
                 continue
             value = self.env[name]
             if header is None:
                 header = self.fresh_like(name, value, node)
-            self.copy_into(body, header, value, node)
+            copies.append((header, value))
             headers[name] = header
+        assigned = {leaf.name for header, _ in copies for leaf in _leaves(header)}
+        for i, (header, value) in enumerate(copies):
+            if any(isinstance(v, Var) and v.name in assigned and v not in _leaves(header)
+                   for v in _leaves(value)):
+                saved = self._fresh_like_temp(value)
+                self.copy_into(body, saved, value, node)
+                copies[i] = (header, saved)
+        for header, value in copies:
+            self.copy_into(body, header, value, node)
         for name, header in headers.items():
             if header is not None:
                 self.env[name] = header
@@ -361,7 +377,7 @@ class Lowerer:
         rule = _ATTRIBUTES.get(node.attr)
         if rule is None:
             raise self.error(node, f"attribute '.{node.attr}' of an array is not supported")
-        return self.emit(rules.RULES[rule], [self.expr(node.value)], {})
+        return self.emit_call(rules.RULES[rule], [self.expr(node.value)], {}, node)
 
     def constant(self, name, obj, node):
         """A free name's value: a literal, or a constant bound in the module."""
@@ -533,6 +549,11 @@ class Lowerer:
         out = self._fresh_like(callee.out_tree)
         self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))
         return out
+
+    def _fresh_like_temp(self, value):
+        if isinstance(value, Tup):
+            return Tup(tuple(self._fresh_like_temp(v) for v in value.items))
+        return Var(self.names.temp()) if isinstance(value, Var) else value
 
     def _fresh_like(self, tree):
         if isinstance(tree, Tup):

@@ -98,7 +98,7 @@ class Transformed:
         """
         out = self.fun(*args)
         value = out[0] if self.has_aux else out
-        if np.ndim(value) != 0 or isinstance(value, (tuple, list)):
+        if isinstance(value, (tuple, list)) or np.ndim(value) != 0:
             raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
@@ -107,7 +107,8 @@ class Transformed:
 
 def _describe_value(value):
     if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)} values"
+        return (f"a {type(value).__name__} of {len(value)} values (to return extra values "
+                f"alongside the loss, pass has_aux=True and return (loss, aux))")
     return f"an array of shape {np.shape(value)}"
 
 

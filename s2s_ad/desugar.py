@@ -5,11 +5,17 @@ Receives a fenced ``gast.FunctionDef``.  Guarantees on return:
 * every ``for`` loop iterates over ``range(start, stop, step)`` (three
   arguments): ``for row in M``, ``for a, b in zip(x, y)`` and
   ``for i, v in enumerate(x)`` become index loops that read the elements;
-* no ``break``, ``continue`` or ``return`` remains inside a loop or branch:
-  they set flags (``_brk``, ``_cnt``, ``_done``) and the statements they
-  would skip are guarded by ``if not flag``; a ``for`` loop that breaks
-  becomes a ``while`` loop over its counter, so no empty iterations run;
-* the function ends in exactly one ``return``.
+* no ``break`` or ``continue`` remains: they set flags (``_brk``, ``_cnt``)
+  and the statements they would skip are guarded by ``if not flag``; a
+  ``for`` loop that breaks becomes a ``while`` loop over its counter, so no
+  empty iterations run;
+* a ``return`` inside a loop sets ``_done`` (and ``_which`` when there are
+  several), leaves every loop, and its value is computed right after the
+  outermost loop, where the variables still hold their values;
+* statements after an ``if`` that may return move into the branch that does
+  not, so every path ends in its own ``return``; those become assignments
+  to ``_ret`` and the function ends in exactly one ``return``: every path
+  assigns the result, none leaves a value undefined.
 
 Loops with an ``else:`` clause are rejected (the error says how to rewrite).
 """
@@ -56,28 +62,46 @@ class Desugar:
             if isinstance(s, gast.Return):
                 raise self.src.error(body[body.index(s) + 1], "code after return is unreachable; "
                                      "remove it")
-        has_early = any(_contains(s, gast.Return) for s in body[:-1]) or (
-            body and not isinstance(body[-1], gast.Return) and _contains(body[-1], gast.Return))
-        if has_early:
-            self.ret = self.fresh("_ret")
-            self.done = self.fresh("_done")
-            body = [_assign(self.done, gast.Constant(False, None))] + self.block(body, [self.done])
-            body.append(gast.Return(_name(self.ret)))
-            fn.body = _strip_unread(body, self.done)
-        else:
-            self.ret = self.done = None
-            fn.body = self.block(body, [])
+        self.depth = 0            # loops around the statement being rewritten
+        self.sites = []           # returns inside the current outermost loop
+        self.done = self.fresh("_done") if any(
+            _contains_return_in_loop(s) for s in body) else None
+        self.which = None
+        body = self.block(body, [])
+        if len(body) == 1 and isinstance(body[0], gast.Return) or not _contains(
+                gast.Module(body[:-1], []), gast.Return) and isinstance(body[-1], gast.Return):
+            fn.body = self._prologue() + body
+            return fn
+        ret = self.fresh("_ret")
+        fn.body = self._prologue() + _assign_tails(body, ret) + [gast.Return(_name(ret))]
         return fn
+
+    def _prologue(self):
+        out = []
+        if self.done:
+            out.append(_assign(self.done, gast.Constant(False, None)))
+        if self.which:
+            out.append(_assign(self.which, gast.Constant(0, None)))
+        return out
 
     # A block is rewritten left to right; after a statement that may set a
     # flag in ``flags``, the rest of the block runs under ``if not flag``.
     def block(self, stmts, flags):
         out = []
         for i, s in enumerate(stmts):
+            rest = stmts[i + 1:]
+            if isinstance(s, gast.Return) and self.depth:
+                return out + self._loop_return(s)
+            if isinstance(s, gast.Return):
+                return out + [s]           # anything after it is unreachable
+            if isinstance(s, gast.If) and not self.depth and _contains(s, gast.Return) and rest:
+                return out + self.stmt(_nest_rest(s, rest), flags)
             new = self.stmt(s, flags)
             out.extend(new)
+            if isinstance(s, (gast.For, gast.While)) and not self.depth and self.sites:
+                after = self._after_loop(s, rest)
+                return out + self.block([after], flags)
             raised = [f for f in flags if _sets(new, f)]
-            rest = stmts[i + 1:]
             if raised and rest:
                 cond = _not(_or([_name(f) for f in raised]))
                 guarded = self.block(rest, flags)
@@ -85,13 +109,29 @@ class Desugar:
                 return out
         return out
 
+    def _loop_return(self, s):
+        """``return e`` inside a loop: remember e, raise the flag, leave."""
+        self.sites.append(s)
+        out = [gast.copy_location(_assign(self.done, gast.Constant(True, None)), s)]
+        if self.several:
+            self.which = self.which or self.fresh("_which")
+            out.insert(0, gast.copy_location(
+                _assign(self.which, gast.Constant(len(self.sites), None)), s))
+        return out
+
+    def _after_loop(self, loop, rest):
+        """``if _done: return e`` (one branch per return site), else ``rest``."""
+        sites, self.sites = self.sites, []
+        orelse = list(rest)
+        for k, site in reversed(list(enumerate(sites, 1))):
+            test = _name(self.done) if len(sites) == 1 else gast.Compare(
+                _name(self.which), [gast.Eq()], [gast.Constant(k, None)])
+            value = site.value if site.value is not None else gast.Constant(None, None)
+            ret = gast.copy_location(gast.Return(value), site)
+            orelse = [gast.copy_location(gast.If(test, [ret], orelse), loop)]
+        return orelse[0]
+
     def stmt(self, s, flags):
-        if isinstance(s, gast.Return):
-            if self.ret is None:
-                return [s]
-            value = s.value if s.value is not None else gast.Constant(None, None)
-            return [gast.copy_location(_assign(self.ret, value), s),
-                    gast.copy_location(_assign(self.done, gast.Constant(True, None)), s)]
         if isinstance(s, (gast.Break, gast.Continue)):
             flag = self.loop_flags["break" if isinstance(s, gast.Break) else "continue"]
             return [gast.copy_location(_assign(flag, gast.Constant(True, None)), s)]
@@ -117,16 +157,21 @@ class Desugar:
 
     def _loop_body(self, body, brk, cnt):
         inner = [f for f in (brk, cnt) if f] + ([self.done] if self.done else [])
+        if not self.depth:    # an outermost loop: does it hold several returns?
+            self.several = sum(isinstance(n, gast.Return) for s in body for n in gast.walk(s)) > 1
+        self.depth += 1
         new = self.block(body, inner)
+        self.depth -= 1
         if cnt:
             new.insert(0, _assign(cnt, gast.Constant(False, None)))
         return new
 
     def while_loop(self, s, flags):
+        returns = _contains(s, gast.Return)
         saved, brk, cnt = self._loop_setup(s)
         body = self._loop_body(s.body, brk, cnt)
         self.loop_flags = saved
-        stops = [f for f in (brk, self.done if _contains(s, gast.Return) else None) if f]
+        stops = [f for f in (brk, self.done if returns else None) if f]
         test = s.test
         if stops:
             test = gast.BoolOp(gast.And(), [_not(_or([_name(f) for f in stops])), test])
@@ -135,11 +180,12 @@ class Desugar:
         return pre + [loop]
 
     def for_loop(self, s, flags):
+        returns = _contains(s, gast.Return)
         start, stop, step, before, prologue = self.iteration(s)
         saved, brk, cnt = self._loop_setup(s)
         body = prologue + self._loop_body(s.body, brk, cnt)
         self.loop_flags = saved
-        stops = [f for f in (brk, self.done if _contains(s, gast.Return) else None) if f]
+        stops = [f for f in (brk, self.done if returns else None) if f]
         index = s.target
         if not stops:
             rng = _call("range", start, stop, step)
@@ -220,24 +266,43 @@ def _in_range(k, stop, step, step_expr):
     return gast.BoolOp(gast.Or(), [up, down])
 
 
-def _strip_unread(body, flag):
-    """Drop assignments to ``flag`` when nothing reads it."""
-    read = any(isinstance(n, gast.Name) and n.id == flag and isinstance(n.ctx, gast.Load)
-               for s in body for n in gast.walk(s))
-    if read:
-        return body
+def _contains_return_in_loop(node):
+    return any(isinstance(n, (gast.For, gast.While)) and _contains(n, gast.Return)
+               for n in gast.walk(node))
 
-    class Strip(gast.NodeTransformer):
-        def visit_Assign(self, node):
-            t = node.targets[0]
-            return None if isinstance(t, gast.Name) and t.id == flag else node
 
-        def visit_If(self, node):
-            self.generic_visit(node)
-            node.body = node.body or [gast.Pass()]
-            return node
-    return [Strip().visit(s) for s in body if not (
-        isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name) and s.targets[0].id == flag)]
+def _always_returns(stmts):
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, gast.Return):
+        return True
+    return isinstance(last, gast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
+def _nest_rest(s, rest):
+    """Move the statements after ``s`` into each of its branches that can fall through."""
+    import copy
+    branches = [s.body, s.orelse]
+    open_ = [b for b in branches if not _always_returns(b)]
+    for k, b in enumerate(open_):
+        b.extend(rest if k == len(open_) - 1 else copy.deepcopy(rest))
+    return s
+
+
+def _assign_tails(stmts, ret):
+    """Each path's final ``return e`` becomes ``ret = e``."""
+    out = list(stmts)
+    last = out[-1] if out else None
+    if isinstance(last, gast.Return):
+        value = last.value if last.value is not None else gast.Constant(None, None)
+        out[-1] = gast.copy_location(_assign(ret, value), last)
+    elif isinstance(last, gast.If):
+        last.body = _assign_tails(last.body, ret)
+        last.orelse = _assign_tails(last.orelse, ret)
+    else:
+        out.append(_assign(ret, gast.Constant(None, None)))
+    return out
 
 
 def _or(exprs):

@@ -218,7 +218,10 @@ class ReverseWriter:
         # pass 2 writes the adjoint with the restores in place.
         self._sweep(seed_exprs, returns)
         saved_arrays = self._storage_read(self._reads)
-        self.saves = {id(s): self._stack(s.args[0].name, "saved") for s in walk(self.fn.body)
+        # One stack per element write: a scalar write and a slice write into
+        # the same array save values of different types.
+        self.saves = {id(s): self._stack(s.args[0].name, ("saved", id(s)))
+                      for s in walk(self.fn.body)
                       if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays}
         self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
         back, ret = self._sweep(seed_exprs, returns)
@@ -572,7 +575,8 @@ class ReverseWriter:
     def _stack(self, name, kind="stack"):
         key = (name, kind)
         if key not in self.stacks:
-            self.stacks[key] = self.names.fresh(f"{name.lstrip('_')}_{kind}")
+            label = kind if isinstance(kind, str) else kind[0]
+            self.stacks[key] = self.names.fresh(f"{name.lstrip('_')}_{label}")
         self.used.add(self.stacks[key])
         return self.stacks[key]
 

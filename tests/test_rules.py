@@ -15,19 +15,20 @@ Test ids read ``<rule>-<form>-<shape>-<dtype>-<backend>`` (``np.`` dropped,
 other dots as ``_``; the plain function form has no ``<form>``), so
 ``pytest -k tanh`` or ``-k "sum and numba"`` selects cases.
 
-Numba compiles each program once per argument type (about a second each on
-a CI core, more for 2-D arrays), while the Python backend costs
-milliseconds.  So every case runs on the Python backend, and the Numba
-backend runs a representative subset: each differentiable elementwise rule
-on a float64 vector and a float32 matrix (plus the broadcast case when it
-has two or more operands), ``math`` rules on a scalar, non-differentiable
-rules on one vector, and the array-rule forms marked ``NB`` (every rule at
-least once).  The generated code is the same for every shape, so the other
-combinations would test Numba's typing of NumPy rather than our rules.
+Numba compiles each program once per argument type: about 0.1 s for
+scalars, 0.5-1 s for vectors, 1-3 s for matrices and broadcasting on a CI
+core, while the Python backend costs milliseconds.  So every case runs on
+the Python backend, and the Numba backend runs a representative subset
+that still reaches every rule: each differentiable elementwise rule once
+(a float64 vector, or a broadcast for the rules in ``NUMBA_BROADCAST``; a
+float32 matrix too for those in ``NUMBA_FLOAT32``), ``math`` and
+non-differentiable elementwise rules on a scalar, and the array-rule forms
+marked ``NB``.  The generated derivative code is the same text for every
+shape and dtype, so the other combinations would mostly re-test Numba's
+typing of NumPy, at a cost of minutes.
 """
 import dataclasses
 import importlib
-import math
 import pathlib
 import sys
 import zlib
@@ -176,27 +177,11 @@ def _one_shape(rule):
     return ("scalar",) if rule.name.startswith("math.") else ("vector",)
 
 
-def _other_names(rule):
-    """Other names NumPy/math give the rule's function (np.absolute, np.amax...)."""
-    module = {"np": np, "math": math}.get(rule.name.split(".")[0])
-    if module is None:
-        return []
-    prefix = rule.name.split(".")[0]
-    return sorted(f"{prefix}.{n}" for n in dir(module) if not n.startswith("_")
-                  and f"{prefix}.{n}" != rule.name and _rule_of(getattr(module, n)) is rule)
-
-
-def _rule_of(obj):
-    try:
-        return rules.lookup(obj)
-    except TypeError:
-        return None
-
-
 def alias_programs(rule, base, only=()):
-    """``base`` with the rule's call spelled by each of its other names."""
+    """``base`` with the rule's call spelled by each of its other names
+    (np.absolute, np.amax, np.concat...)."""
     out = []
-    for other in _other_names(rule):
+    for other in table.other_names(rule):
         body = base.body.replace(f"{rule.name}(", f"{other}(")
         assert body != base.body, (rule.name, base.body)
         out.append(Program(rule.name, "alias_" + other.split(".")[1], base.params, body,
@@ -214,7 +199,7 @@ def _domains(rule):
 
 # Elementwise rules whose Numba case also runs on a float32 matrix: partials
 # that mix Python-float constants into float32 arithmetic.
-NUMBA_FLOAT32 = {"np.divide", "np.exp2", "np.where"}
+NUMBA_FLOAT32 = {"np.divide", "np.exp2"}
 # Rules whose Numba case broadcasts.  Un-broadcasting is the same runtime
 # code for every rule, but these primals are not plain ufuncs in Numba (and
 # np.multiply stands for the ufuncs).
@@ -230,6 +215,8 @@ def numba_subset(rule):
     out = {("broadcast" if rule.name in NUMBA_BROADCAST else "vector", "float64")}
     if rule.name in NUMBA_FLOAT32:
         out.add(("matrix", "float32"))
+    if rule.name == "np.sin":
+        out.add(("scalar", "float32"))      # a NumPy float32 scalar keeps its dtype
     return out
 
 
@@ -383,7 +370,8 @@ ARRAY_PROGRAMS = {
         ("axis-1-matrix", {"a": (None, M)}, "np.expand_dims(a, axis=-1)", ())],
     "np.transpose": [
         ("matrix", {"a": (None, M)}, "np.transpose(a)", ()),
-        ("axes-3d", {"a": (None, T3)}, "np.transpose(a, (1, 0, 2))", NB),
+        ("axes-matrix", {"a": (None, M)}, "np.transpose(a, (1, 0))", NB),
+        ("axes-3d", {"a": (None, T3)}, "np.transpose(a, (1, 0, 2))", ()),
         ("T-matrix", {"a": (None, M)}, "a.T", NB),
         ("method-matrix", {"a": (None, M)}, "a.transpose()", ()),
         ("method_axes-3d", {"a": (None, T3)}, "a.transpose(2, 0, 1)", ())],
@@ -484,14 +472,28 @@ ARRAY_PROGRAMS = {
 }
 
 
-def array_cases(rule):
-    entries = ARRAY_PROGRAMS[rule.name]
+# More forms of elementwise rules: constant operands (nothing to
+# un-broadcast) and integer powers of negative numbers.
+EXTRA_PROGRAMS = {
+    "np.power": [
+        ("cube-vector", {"x1": (None, V)}, "x1 ** 3", NB),
+        ("square-scalar", {"x1": (None, ())}, "x1 ** 2", ()),
+        ("sqrt-vector", {"x1": ("positive", V)}, "x1 ** 0.5", ()),
+        ("base_constant-vector", {"x2": (None, V)}, "2.0 ** x2", ())],
+    "np.divide": [
+        ("by_constant-vector", {"x1": (None, V)}, "x1 / 3.0", ()),
+        ("constant_by-vector", {"x2": (None, V)}, "2.0 / x2", ())],
+    "np.subtract": [("constant_minus-matrix", {"x2": (None, M)}, "1.0 - x2", ())],
+}
+
+
+def array_cases(rule, entries):
     progs = []
     for form, params, body, numba in entries:
         imports = ("import numpy as onp",) if "onp." in body else ()
         progs.append((Program(rule.name, form, tuple(params), body, imports), params, numba))
     base = next((p for p in progs if f"{rule.name}(" in p[0].body), None)
-    if base is not None:
+    if base is not None and not rule.elementwise:
         progs += [(alias, base[1], ()) for alias in alias_programs(rule, base[0])]
     for prog, params, numba in progs:
         inputs = tuple(params.values())
@@ -501,8 +503,7 @@ def array_cases(rule):
                 yield Case(prog, "", inputs, dtype, "numba")
 
 
-# Rules the compiler emits itself, and stop_gradient, whose derivative finite
-# differences cannot see: checked by their own tests below.
+# Finite differences cannot see stop_gradient: it has its own test below.
 SPECIAL = {"stop_gradient": "test_stop_gradient"}
 
 
@@ -510,9 +511,10 @@ def cases_for(rule):
     if rule.name in SPECIAL:
         return []
     if rule.name in ARRAY_PROGRAMS:
-        return list(array_cases(rule))
+        return list(array_cases(rule, ARRAY_PROGRAMS[rule.name]))
     if rule.elementwise:
-        return list(elementwise_cases(rule))
+        extra = EXTRA_PROGRAMS.get(rule.name, [])
+        return list(elementwise_cases(rule)) + list(array_cases(rule, extra))
     if rule.nondiff and (rule.name.startswith(("np.", "math.")) or rule.name in _OPERATOR_OF):
         return list(nondiff_elementwise_cases(rule))
     return []

@@ -153,7 +153,7 @@ def test_zeros_like(x):
 @pytest.mark.parametrize("b, x", [
     (rand((2, 3)), rand((2, 3), np.float32)),
     (0.0, rand((2, 3), np.float32)),
-    (rand((3,)), rand((2, 3))),
+    (rand((3,), np.float32, "S"), rand((3,))),
     (np.array(2.0), 1.0),
     (np.float64(2.0), np.float32(1.0)),
     (rand((1, 1)), 1.0),
@@ -165,6 +165,15 @@ def test_like_casts_to_primal(b, x):
     ref = np.broadcast_to(np.reshape(b, (-1,))[0] if np.size(b) == 1
                           else b, np.shape(x))
     np.testing.assert_allclose(res, ref, rtol=1e-6)
+
+
+def test_like_rejects_wrong_shapes():
+    with pytest.raises(ValueError, match="wrong shape"):
+        rt.like(rand((3,)), rand((2, 3)))
+    with pytest.raises(ValueError, match="wrong shape"):
+        run_nb("rt.like(p0, p1)", rand((3,)), rand((4,)))
+    with pytest.raises(TypingError):
+        run_nb("rt.like(p0, p1)", rand((3,)), rand((2, 3)))
 
 
 def test_like_returns_right_b_unchanged():
@@ -474,6 +483,8 @@ def test_stack_grad(shape, i, axis):
     ((1, slice(1, 4, None)), (3,)), (2, (5,)), ((slice(None, None, None), 3),
                                                (4,)),
     ((1, 2), ()), (slice(1, 3, None), ()), ((Ellipsis, 1), (4,)),
+    ((slice(None, None, None), slice(1, 3, None)), (1, 2)),
+    ((None, 2, slice(None, None, -2)), (3,)),
 ])
 def test_index_grad(index, gshape):
     x = rand((4, 5), np.float32)

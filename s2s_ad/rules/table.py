@@ -195,6 +195,8 @@ _OP_SYMBOL = {"Add": "a + b", "Sub": "a - b", "Mult": "a * b", "Div": "a / b", "
               "Or": "a or b", "Not": "not a"}
 _SYNTAX = {"getitem": "x[index]", "setitem": "x[index] = value", "dtype": "x.dtype"}
 _INTERNAL = {"copy": "emitted by the compiler where branches and loops join values"}
+# What a backend cannot do with a rule (it says so when compiling).
+_BACKEND = {"np.squeeze": "Numba needs an explicit axis (the result's rank is part of its type)"}
 _DOMAIN = {"positive": "tested on x > 0", "unit": "tested on -1 < x < 1",
            "above_one": "tested on x > 1", "bool": "boolean"}
 
@@ -257,6 +259,8 @@ def notes(rule):
         out.append(f"runs as `{rule.emit}`")
     if rule.name in _INTERNAL:
         out.append(_INTERNAL[rule.name])
+    if rule.name in _BACKEND:
+        out.append(_BACKEND[rule.name])
     return "; ".join(out)
 
 
@@ -268,30 +272,30 @@ def _row(rule):
 
 _SECTIONS = [
     ("Elementwise NumPy functions and operators",
-     "Declared by partial derivatives; reverse mode multiplies the cotangent `g` by each "
+     ("Declared by partial derivatives; reverse mode multiplies the cotangent `g` by each "
      "partial and sums it back to the operand's shape when the operands broadcast. "
-     "`out` is the function's value.",
+     "`out` is the function's value."),
      lambda r: r.elementwise and r.name.startswith("np.")),
     ("`math` functions", "On Python floats; declared by partial derivatives.",
      lambda r: r.elementwise and r.name.startswith("math.")),
     ("Array functions",
-     "Declared by their vector-Jacobian products: the cotangent of each operand, where `g` "
+     ("Declared by their vector-Jacobian products: the cotangent of each operand, where `g` "
      "is the output's cotangent and `out` the output; `rt.*` are the runtime helpers "
-     "generated code calls.",
+     "generated code calls."),
      lambda r: not r.elementwise and not r.nondiff),
     ("Non-differentiable functions",
-     "Zero derivative: they may take differentiated values, and nothing flows back "
-     "through them.", lambda r: r.nondiff),
+     ("Zero derivative: they may take differentiated values, and nothing flows back "
+     "through them."), lambda r: r.nondiff),
 ]
 
 
 def render():
     """The Markdown page: every rule, then the surface without rules."""
     lines = ["# Supported functions", "",
-             "Generated from the rule registry by `python -m s2s_ad.rules.table > "
-             "docs/supported.md`; do not edit by hand.", "",
-             f"{len(RULES)} rules. Each is tested against finite differences "
-             "(`tests/test_rules.py`).", ""]
+             ("Generated from the rule registry by `python -m s2s_ad.rules.table > "
+             "docs/supported.md`; do not edit by hand."), "",
+             (f"{len(RULES)} rules. Each is tested against finite differences "
+             "(`tests/test_rules.py`)."), ""]
     seen = set()
     for title, intro, pick in _SECTIONS:
         chosen = [r for r in RULES.values() if r.name not in seen and pick(r)]
@@ -302,9 +306,9 @@ def render():
         lines += [_row(r) for r in chosen]
         lines.append("")
     lines += ["## Not supported", "",
-              "NumPy ufuncs, `math` functions and common array functions with no rule. "
+              ("NumPy ufuncs, `math` functions and common array functions with no rule. "
               "A call to one of them is allowed where no derivative flows through it; "
-              "on a differentiated value it raises `ad.NonDifferentiableError`.", "",
+              "on a differentiated value it raises `ad.NonDifferentiableError`."), "",
               "| function | reason |", "| --- | --- |"]
     lines += [f"| `{n}` | {UNSUPPORTED[n]} |" for n in sorted(UNSUPPORTED)]
     return "\n".join(lines) + "\n"
@@ -317,4 +321,4 @@ def main():
 if __name__ == "__main__":
     main()
 
-__all__ = ["UNSUPPORTED", "surface", "classify", "resolve", "render", "other_names"]
+__all__ = ["UNSUPPORTED", "classify", "other_names", "render", "resolve", "surface"]

@@ -1,0 +1,444 @@
+"""The benchmark suite's runner: ``python -m benchmarks [--quick] [--only NAME]
+[--json OUT] [--plot OUT.png]``.
+
+For each workload: build every implementation (a peer that is not installed
+is a skipped column), call each once (its first-call time, compilation
+included) and check every gradient against the hand-written one, then time
+them round-robin (see :func:`benchmarks.core.measure`) and print medians,
+spread and the ratios the project's targets are stated in.  Unless
+``--quick`` (or with ``--latency``), s2s_ad's compile latency is measured in
+two fresh processes: one with an empty disk cache, one with the cache the
+first left behind.
+"""
+import argparse
+import importlib
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import core
+
+WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows")
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (rounds, seconds per sample, seconds of samples per implementation)
+CONFIGS = {"quick": (5, 0.01, 1.0), "full": (25, 0.05, 12.0)}
+
+#: Environment for quiet thread pools on small machines (see DESIGN.md).
+THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1",
+              "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+# -- progress -----------------------------------------------------------------
+
+class Progress:
+    """One status line on stderr: rewritten in place on a terminal, else
+    printed once per step (round counters are left out of logs)."""
+
+    def __init__(self, stream=None, enabled=True):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.enabled = enabled
+        self.prefix = ""
+        self.width = 0
+
+    def step(self, text):
+        self._show(f"{self.prefix}{text}", transient=False)
+
+    def detail(self, text):
+        if self.tty:
+            self._show(f"{self.prefix}{text}", transient=True)
+
+    def _show(self, line, transient):
+        if not self.enabled:
+            return
+        if self.tty:
+            pad = max(0, self.width - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self.width = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self):
+        if self.enabled and self.tty and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+# -- one workload ---------------------------------------------------------------
+
+def _error_text(exc):
+    lines = str(exc).strip().splitlines()
+    head = lines[0] if lines else ""
+    return f"{type(exc).__name__}: {head}"[:300]
+
+
+def candidates(wl):
+    """(key, kind, factory) for every column, in display order."""
+    import s2s_ad as ad
+    yield "numpy", "primal", lambda: core.Impl("numpy", wl.primal, wl.args, kind="primal")
+    yield "numba", "primal", lambda: core.Impl("numba", wl.numba_primal, wl.args,
+                                               kind="primal", note=wl.numba_note)
+    yield "hand", "grad", lambda: core.Impl("hand", wl.hand_grad, wl.args)
+    yield "s2s_ad", "grad", lambda: core.Impl("s2s_ad", ad.jit(ad.grad(wl.primal, wl.argnums)),
+                                              wl.args)
+    yield "s2s_ad_py", "grad", lambda: core.Impl("s2s_ad_py", ad.grad(wl.primal, wl.argnums),
+                                                 wl.args)
+    for key in core.PEERS:
+        if key in wl.peers:
+            yield key, "grad", (lambda make=wl.peers[key]: make(wl.args))
+
+
+def build_and_check(wl, progress):
+    """Build every column, call it once, check it; returns (impls, cells)."""
+    impls, cells = {}, {}
+    reference = value = None
+    for key, kind, make in candidates(wl):
+        progress.step(f"{core.LABELS[key]}: build, first call, check")
+        try:
+            impl = make()
+        except core.Unavailable as exc:
+            cells[key] = core.Cell(key, kind, "skipped", reason=str(exc))
+            continue
+        except Exception as exc:  # noqa: BLE001  (a failing column is reported, not fatal)
+            cells[key] = core.Cell(key, kind, "error", reason=_error_text(exc))
+            continue
+        cell = cells[key] = core.Cell(key, impl.kind, "ok", note=impl.note)
+        try:
+            start = time.perf_counter()
+            out = impl.fn(*impl.args)
+            cell.first_call_s = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001
+            cell.status, cell.reason = "error", _error_text(exc)
+            continue
+        impls[key] = impl
+        if impl.kind == "primal":
+            if value is None:
+                value = float(out)
+            err = abs(float(out) - value) / max(abs(value), 1e-300)
+            cell.max_rel_err = err
+            if not err <= core.RTOL:
+                cell.status, cell.reason = "WRONG", f"value differs from NumPy's by {err:.2e}"
+        elif key == "hand":
+            reference = core.as_tuple(out)
+            err = wl.oracle(wl.args, reference)
+            cell.max_rel_err = err
+            if not err <= wl.oracle_tol:
+                cell.status = "WRONG"
+                cell.reason = (f"the REFERENCE itself disagrees with the {wl.oracle_name} "
+                               f"(relative error {err:.2e} > {wl.oracle_tol:g})")
+        elif reference is None:
+            cell.reason = "unchecked: no reference gradient"
+        else:
+            err = core.compare(out, reference)
+            cell.max_rel_err = err
+            if not err <= core.RTOL:
+                cell.status = "WRONG"
+                cell.reason = (f"gradient differs from the hand-written one by {err:.2e} "
+                               f"(relative, tolerance {core.RTOL:g})")
+    return impls, cells
+
+
+def ratios(cells):
+    """Median-time ratios: each column against the Numba primal, the
+    hand-written gradient and s2s_ad."""
+    med = {k: c.stats()["median"] for k, c in cells.items() if c.samples}
+    out = {}
+    for base, name in (("numba", "vs_numba_primal"), ("hand", "vs_hand"), ("s2s_ad", "vs_s2s_ad")):
+        if base in med:
+            out[name] = {k: m / med[base] for k, m in med.items()}
+    return out
+
+
+def judge(targets, cells):
+    """Each target's value and verdict; a WRONG or missing column misses."""
+    out = []
+    for t in targets:
+        num, den = cells.get(t.num), cells.get(t.den)
+        entry = {"name": t.name, "limit": t.limit, "value": None, "met": False}
+        if num is None or den is None or not num.samples or not den.samples:
+            entry["why"] = "not measured"
+        else:
+            entry["value"] = num.stats()["median"] / den.stats()["median"]
+            bad = [c.key for c in (num, den) if c.status != "ok"]
+            if bad:
+                entry["why"] = f"{', '.join(bad)} is {' / '.join(cells[b].status for b in bad)}"
+            else:
+                entry["met"] = entry["value"] <= t.limit
+        out.append(entry)
+    return out
+
+
+def run_workload(name, size, config, progress, latency):
+    module = importlib.import_module(f"benchmarks.{name}")
+    wl = module.build(size)
+    impls, cells = build_and_check(wl, progress)
+    rounds, sample_s, budget_s = config
+    progress.step("timing")
+    core.measure(cells, impls, rounds=rounds, sample_s=sample_s, budget_s=budget_s,
+                 progress=progress.detail)
+    result = {
+        "title": wl.title, "size": wl.size, "argnums": wl.argnums,
+        "reference_check": {"oracle": wl.oracle_name, "tolerance": wl.oracle_tol},
+        "implementations": {k: c.to_json() for k, c in cells.items()},
+        "ratios": ratios(cells),
+        "targets": judge(wl.targets, cells),
+    }
+    if latency:
+        progress.step("compile latency: two fresh processes")
+        result["latency"] = measure_latency(name)
+    return result
+
+
+# -- compile latency in fresh processes ---------------------------------------------
+
+def latency_probe(name):
+    """In a fresh process: time the first call of s2s_ad's jitted gradient
+    (transformation + Numba compilation, or loading from the disk cache),
+    then the first call of the plain-NumPy gradient (transformation only)."""
+    start = time.perf_counter()
+    import s2s_ad as ad
+    import_s = time.perf_counter() - start
+    wl = importlib.import_module(f"benchmarks.{name}").build("tiny")
+    out = {"import_s": import_s}
+    for key, fn in (("first_call_s", ad.jit(ad.grad(wl.primal, wl.argnums))),
+                    ("transform_only_s", ad.grad(wl.primal, wl.argnums))):
+        try:
+            start = time.perf_counter()
+            fn(*wl.args)
+            out[key] = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001
+            out[key] = None
+            out.setdefault("error", _error_text(exc))
+    return out
+
+
+def measure_latency(name, timeout=600):
+    """Run :func:`latency_probe` twice with one fresh S2S_AD_CACHE_DIR."""
+    with tempfile.TemporaryDirectory(prefix="s2s_ad_bench_cache_") as cache:
+        env = dict(os.environ, S2S_AD_CACHE_DIR=cache, **THREAD_ENV)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        runs = []
+        for _ in range(2):
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", "--latency-probe",
+                                   name], cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+            lines = proc.stdout.strip().splitlines()
+            if proc.returncode != 0 or not lines:
+                tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                runs.append({"error": f"probe exited {proc.returncode}: {tail}"})
+            else:
+                runs.append(json.loads(lines[-1]))
+    return {"cold": runs[0], "warm": runs[1]}
+
+
+# -- output ---------------------------------------------------------------------
+
+def fmt_time(s):
+    if s is None or not math.isfinite(s):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def fmt_ratio(x):
+    return "-" if x is None else (f"{x:.2f}" if x < 100 else f"{x:.3g}")
+
+
+def render(name, res):
+    """The terminal table for one workload."""
+    lines = [f"{name}: {res['title']} ({res['size']})"]
+    head = (f"  {'implementation':26} {'median':>9} {'IQR':>6} {'first call':>10} "
+            f"{'/primal':>8} {'/hand':>7} {'/s2s_ad':>8}  check")
+    lines.append(head)
+    rt = res["ratios"]
+    for key, c in res["implementations"].items():
+        label = c["label"]
+        if c["status"] in ("skipped", "error") and "median_s" not in c:
+            tag = "skipped" if c["status"] == "skipped" else "ERROR"
+            lines.append(f"  {label:26} {tag}: {c.get('reason', '')}")
+            continue
+        iqr = (c["q3_s"] - c["q1_s"]) / c["median_s"] * 100 if c.get("median_s") else None
+        cols = [fmt_time(c.get("median_s")), "-" if iqr is None else f"{iqr:.0f}%",
+                fmt_time(c.get("first_call_s"))]
+        rel = [rt.get(r, {}).get(key) for r in ("vs_numba_primal", "vs_hand", "vs_s2s_ad")]
+        if c["kind"] == "primal":
+            rel[1:] = [None, None]
+        if c["status"] == "ok":
+            err = c.get("max_rel_err")
+            check = "ok" if err is None else f"ok ({err:.0e})"
+        else:
+            check = f"{c['status']}: {c.get('reason', '')}"
+            if c["status"] == "WRONG":
+                check = "*** " + check + " ***"
+        lines.append(f"  {label:26} {cols[0]:>9} {cols[1]:>6} {cols[2]:>10} "
+                     f"{fmt_ratio(rel[0]):>8} {fmt_ratio(rel[1]):>7} {fmt_ratio(rel[2]):>8}  "
+                     f"{check}")
+    notes = [f"{c['label']}: {c['note']}" for c in res["implementations"].values()
+             if c.get("note")]
+    lines += [f"  note - {n}" for n in notes]
+    for t in res["targets"]:
+        verdict = "met" if t["met"] else "MISSED" + (f" ({t['why']})" if t.get("why") else "")
+        lines.append(f"  target {t['name']} <= {t['limit']:g}: {fmt_ratio(t['value'])}  "
+                     f"{verdict}")
+    lat = res.get("latency")
+    if lat:
+        def one(run):
+            if run.get("first_call_s") is None:
+                return f"error ({run.get('error', '?')})"
+            return fmt_time(run["first_call_s"])
+        cold = lat["cold"]
+        extra = ""
+        if cold.get("transform_only_s") is not None:
+            extra = f"; transformation alone {fmt_time(cold['transform_only_s'])}"
+        lines.append(f"  compile latency, s2s_ad jit(grad) first call: fresh process "
+                     f"{one(cold)}, second process (disk cache warm) {one(lat['warm'])}{extra}")
+    return "\n".join(lines)
+
+
+def summary_lines(result):
+    lines = ["targets:"]
+    for name, res in result["workloads"].items():
+        for t in res["targets"]:
+            verdict = "met" if t["met"] else "MISSED" + (f" ({t['why']})" if t.get("why") else "")
+            lines.append(f"  {name:15} {t['name']:22} {fmt_ratio(t['value']):>7} "
+                         f"<= {t['limit']:<4g} {verdict}")
+    return lines
+
+
+def plot(result, path):
+    """A bar chart of median times, one panel per workload; False if no matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    names = list(result["workloads"])
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 2.2 + 1.6 * len(names)), squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        impls = result["workloads"][name]["implementations"]
+        rows = [(c["label"], c["median_s"], c["status"], key) for key, c in impls.items()
+                if c.get("median_s")]
+        labels = [r[0] + ("  (WRONG)" if r[2] == "WRONG" else "") for r in rows]
+        colors = ["tab:red" if r[2] == "WRONG" else "tab:orange" if r[3] == "s2s_ad"
+                  else "tab:gray" if r[3] in ("numpy", "numba") else "tab:blue" for r in rows]
+        ax.barh(range(len(rows)), [r[1] for r in rows], color=colors)
+        ax.set_yticks(range(len(rows)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_title(f"{name} ({result['workloads'][name]['size']})", fontsize=9)
+        ax.set_xlabel("median seconds per call (log scale)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# -- command line -------------------------------------------------------------------
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="s2s_ad's benchmark suite: gradients of loop and array workloads against "
+                    "a hand-written Numba gradient and the peers that are installed (JAX, "
+                    "PyTorch, autograd).")
+    parser.add_argument("--quick", action="store_true",
+                        help="few rounds and no compile-latency processes (about a minute)")
+    parser.add_argument("--only", action="append", metavar="NAME", choices=WORKLOADS,
+                        help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
+    parser.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT")
+    parser.add_argument("--plot", metavar="OUT.png", help="write a bar chart (needs matplotlib)")
+    parser.add_argument("--latency", action=argparse.BooleanOptionalAction, default=None,
+                        help="measure compile latency in fresh processes (default: on, "
+                             "off with --quick)")
+    parser.add_argument("--size", choices=("full", "tiny"), default="full",
+                        help="problem sizes (tiny: a smoke test, ratios meaningless)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 when a target is missed, too")
+    parser.add_argument("--latency-probe", metavar="NAME", help=argparse.SUPPRESS)
+    return parser
+
+
+def machine():
+    import numba
+    info = {"python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "cpus": os.cpu_count(), "platform": platform.platform()}
+    for mod in ("jax", "torch", "autograd"):
+        try:
+            info[mod] = importlib.metadata.version(mod)
+        except importlib.metadata.PackageNotFoundError:
+            info[mod] = None
+    return info
+
+
+def run_suite(argv=None, progress=None):
+    """Run the suite for a command line; returns the result dict (what --json writes)."""
+    args = build_parser().parse_args(argv)
+    for k, v in THREAD_ENV.items():
+        os.environ.setdefault(k, v)
+    mode = "quick" if args.quick else "full"
+    latency = (not args.quick) if args.latency is None else args.latency
+    progress = progress or Progress()
+    names = args.only or list(WORKLOADS)
+    result = {"schema": 1, "mode": mode, "size": args.size, "rtol": core.RTOL,
+              "config": dict(zip(("rounds", "sample_s", "budget_s"), CONFIGS[mode])),
+              "machine": machine(), "workloads": {}}
+    start = time.perf_counter()
+    for i, name in enumerate(names, 1):
+        progress.prefix = f"[{i}/{len(names)} {name}] "
+        res = run_workload(name, args.size, CONFIGS[mode], progress, latency)
+        progress.done()
+        result["workloads"][name] = res
+        print(render(name, res) + "\n", flush=True)
+    result["elapsed_s"] = time.perf_counter() - start
+    print("\n".join(summary_lines(result)))
+    print(f"({mode} run, {result['elapsed_s']:.0f} s; times are medians per call; /primal, "
+          f"/hand and /s2s_ad divide a column's median by that column's)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+        print(f"wrote {args.json}")
+    if args.plot:
+        if plot(result, args.plot):
+            print(f"wrote {args.plot}")
+        else:
+            print(f"--plot: matplotlib is not installed, no chart written "
+                  f"(pip install matplotlib); {args.plot} not created")
+    return result
+
+
+def main(argv=None):
+    """Entry point of ``python -m benchmarks`` (and ``s2s-ad bench``); returns the
+    exit status: 1 when a gradient is WRONG or s2s_ad fails on a workload (or,
+    with --strict, when a target is missed), else 0."""
+    args = build_parser().parse_args(argv)
+    if args.latency_probe:
+        print(json.dumps(latency_probe(args.latency_probe)))
+        return 0
+    result = run_suite(argv)
+    bad = [f"{name}: {c['label']} {c['status']}"
+           for name, res in result["workloads"].items()
+           for key, c in res["implementations"].items()
+           if c["status"] == "WRONG" or (key.startswith("s2s_ad") and c["status"] == "error")]
+    missed = [t for res in result["workloads"].values() for t in res["targets"] if not t["met"]]
+    if bad:
+        print("FAILED: " + "; ".join(bad), file=sys.stderr)
+        return 1
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
