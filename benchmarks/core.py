@@ -304,3 +304,6 @@ class Workload:
     peers: dict
     targets: list
     numba_note: str = ""
+    #: peers that take seconds per call at full size (eager, one Python-level
+    #: operation per scalar): left out of ``--quick`` runs
+    slow_peers: tuple = ()

@@ -112,4 +112,5 @@ def build(size="full"):
         oracle_name="analytic 1 / (2 sqrt(a))", oracle_tol=1e-9,
         peers={"jax": jax_as_written, "jax_lax": jax_lax, "torch": torch_eager,
                "autograd": autograd_hips},
+        slow_peers=("torch", "autograd"),
         targets=[core.Target("s2s_ad", "numba", 3.0)])

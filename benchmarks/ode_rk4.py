@@ -205,4 +205,5 @@ def build(size="full"):
         oracle_name="central finite differences", oracle_tol=1e-6,
         peers={"jax": jax_as_written, "jax_lax": jax_lax, "torch": torch_eager,
                "autograd": autograd_hips},
+        slow_peers=("torch", "autograd"),
         targets=[core.Target("s2s_ad", "hand", 1.3)])

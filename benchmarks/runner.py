@@ -100,11 +100,22 @@ def candidates(wl):
             yield key, "grad", (lambda make=wl.peers[key]: make(wl.args))
 
 
-def build_and_check(wl, progress):
+def _skip_slow():
+    raise core.Unavailable("left out of --quick runs: seconds per call at this size "
+                           "(run the full suite)")
+
+
+def columns(wl, quick):
+    """candidates(), with the workload's slow peers left out when quick."""
+    for key, kind, make in candidates(wl):
+        yield key, kind, (_skip_slow if quick and key in wl.slow_peers else make)
+
+
+def build_and_check(wl, progress, quick=False):
     """Build every column, call it once, check it; returns (impls, cells)."""
     impls, cells = {}, {}
     reference = value = None
-    for key, kind, make in candidates(wl):
+    for key, kind, make in columns(wl, quick):
         progress.step(f"{core.LABELS[key]}: build, first call, check")
         try:
             impl = make()
@@ -180,10 +191,10 @@ def judge(targets, cells):
     return out
 
 
-def run_workload(name, size, config, progress, latency):
+def run_workload(name, size, config, progress, latency, quick=False):
     module = importlib.import_module(f"benchmarks.{name}")
     wl = module.build(size)
-    impls, cells = build_and_check(wl, progress)
+    impls, cells = build_and_check(wl, progress, quick)
     rounds, sample_s, budget_s = config
     progress.step("timing")
     core.measure(cells, impls, rounds=rounds, sample_s=sample_s, budget_s=budget_s,
@@ -261,7 +272,7 @@ def fmt_ratio(x):
 def render(name, res):
     """The terminal table for one workload."""
     lines = [f"{name}: {res['title']} ({res['size']})"]
-    head = (f"  {'implementation':26} {'median':>9} {'IQR':>6} {'first call':>10} "
+    head = (f"  {'implementation':26} {'median':>9} {'IQR':>6} {'min':>9} {'first call':>10} "
             f"{'/primal':>8} {'/hand':>7} {'/s2s_ad':>8}  check")
     lines.append(head)
     rt = res["ratios"]
@@ -273,7 +284,7 @@ def render(name, res):
             continue
         iqr = (c["q3_s"] - c["q1_s"]) / c["median_s"] * 100 if c.get("median_s") else None
         cols = [fmt_time(c.get("median_s")), "-" if iqr is None else f"{iqr:.0f}%",
-                fmt_time(c.get("first_call_s"))]
+                fmt_time(c.get("min_s")), fmt_time(c.get("first_call_s"))]
         rel = [rt.get(r, {}).get(key) for r in ("vs_numba_primal", "vs_hand", "vs_s2s_ad")]
         if c["kind"] == "primal":
             rel[1:] = [None, None]
@@ -284,7 +295,7 @@ def render(name, res):
             check = f"{c['status']}: {c.get('reason', '')}"
             if c["status"] == "WRONG":
                 check = "*** " + check + " ***"
-        lines.append(f"  {label:26} {cols[0]:>9} {cols[1]:>6} {cols[2]:>10} "
+        lines.append(f"  {label:26} {cols[0]:>9} {cols[1]:>6} {cols[2]:>9} {cols[3]:>10} "
                      f"{fmt_ratio(rel[0]):>8} {fmt_ratio(rel[1]):>7} {fmt_ratio(rel[2]):>8}  "
                      f"{check}")
     notes = [f"{c['label']}: {c['note']}" for c in res["implementations"].values()
@@ -400,7 +411,7 @@ def run_suite(argv=None, progress=None):
     start = time.perf_counter()
     for i, name in enumerate(names, 1):
         progress.prefix = f"[{i}/{len(names)} {name}] "
-        res = run_workload(name, args.size, CONFIGS[mode], progress, latency)
+        res = run_workload(name, args.size, CONFIGS[mode], progress, latency, args.quick)
         progress.done()
         result["workloads"][name] = res
         print(render(name, res) + "\n", flush=True)

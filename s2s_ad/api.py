@@ -7,6 +7,7 @@ function is then cached per structure, so later calls cost only a dispatch.
 import functools
 import inspect
 import operator
+import time
 
 import numpy as np
 
@@ -67,6 +68,8 @@ class Transformed:
         st = self._built.get((trees, ranks := tuple(map(pytree.rank, leaves))))
         if st is None:
             st = self.state(trees, ranks)
+        if st.alternative is not None and not st.execution:
+            _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs
 
@@ -103,6 +106,28 @@ class Transformed:
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
         self._last.checked = True
+
+
+def _choose_execution(st, leaves, repeats=3):
+    """Run loop-free code where it measured faster: Numba or plain NumPy.
+
+    Numba's scalar exp/tanh lose to NumPy's vectorised ones on large
+    arrays, while Numba wins on small ones (no interpreter overhead); the
+    first call with a new argument structure times both on its arguments.
+    """
+    candidates = {"numba": st.function, "numpy": getattr(st.alternative, st.entry)}
+    best = {}
+    for name, fn in candidates.items():
+        fn(*leaves)                                   # compiles, warms caches
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn(*leaves)
+            times.append(time.perf_counter() - start)
+        best[name] = min(times)
+    st.execution = min(best, key=best.get)
+    st.function = candidates[st.execution]
+    st.timings = best
 
 
 def _describe_value(value):
@@ -267,8 +292,18 @@ def source(fun, *example_args):
         flat = [pytree.flatten(a) for a in example_args]
         trees = tuple(pytree.structure(t) for _, t in flat)
         ranks = tuple(pytree.rank(leaf) for ls, _ in flat for leaf in ls)
-        return fun.state(trees, ranks).source
+        return _with_execution(fun.state(trees, ranks))
     if fun._last is not None:
-        return fun._last.source
+        return _with_execution(fun._last)
     n = _arg_count(fun.fun) or 0
-    return fun.state((None,) * n).source
+    return _with_execution(fun.state((None,) * n))
+
+
+def _with_execution(st):
+    """The source, with the measured choice of execution when one was made."""
+    if not st.execution:
+        return st.source
+    t = {k: f"{v * 1e6:.0f} us" for k, v in st.timings.items()}
+    note = (f"# Execution: {'plain NumPy' if st.execution == 'numpy' else 'numba.njit'} "
+            f"(measured on the first call: numba.njit {t['numba']}, NumPy {t['numpy']}).\n")
+    return note + st.source

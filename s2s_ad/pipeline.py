@@ -12,6 +12,7 @@ from typing import Any
 
 from . import backends
 from .anf import Program
+from .ir import For, While, walk
 from .module import ModuleBuilder
 
 
@@ -37,8 +38,11 @@ class State:
     entry: str = ""
     source: str = ""
     compiled: Any = None
+    alternative: Any = None   # the same module on NumPy, when worth measuring
     function: Any = None      # the entry point, once compiled
     checked: bool = False     # grad: the output was seen to be a scalar
+    execution: str = ""       # cpu target: "numba", or "numpy" when that measured faster
+    timings: dict = field(default_factory=dict)     # grad: the output was seen to be a scalar
 
 
 def parse(st):
@@ -78,7 +82,17 @@ def generate(st):
 def compile(st):
     st.compiled = backends.load(st.source, st.program.consts, st.module.defined, st.entry,
                                 st.request.target, st.request.options)
+    if st.request.target == "cpu" and not has_loops(st.program):
+        # Array code without loops may run faster as NumPy calls than under
+        # Numba (NumPy's exp/tanh are SIMD); the API measures both once.
+        st.alternative = backends.load(st.source, st.program.consts, st.module.defined,
+                                       st.entry, "python")
     return ""
+
+
+def has_loops(program):
+    return any(isinstance(s, (For, While)) for fn in program.functions.values()
+               for s in walk(fn.body))
 
 
 PASSES = [("parse", parse), ("normalize", normalize), ("reverse", transform),

@@ -18,8 +18,8 @@ from numba.core.registry import CPUDispatcher
 import s2s_ad as ad
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
-import api_programs as A  # noqa: E402
-from passes import fd_grad  # noqa: E402
+import api_programs as A
+from passes import fd_grad
 
 X = np.array([0.3, -0.7, 1.1])
 Y = np.array([0.5, 0.2, -0.4])
@@ -37,6 +37,15 @@ def compiled(t):
 
 def sech2(z):
     return 1.0 - np.tanh(z) ** 2
+
+
+# Built once: each Numba compilation costs seconds.
+JIT_GRAD_CUBIC = ad.jit(ad.grad(A.cubic))
+GRAD_JIT_CUBIC = ad.grad(ad.jit(A.cubic))
+GRAD_JITTED_BARE = ad.grad(A.jitted_bare)
+JIT_GRAD_TANH_DOT = ad.jit(ad.grad(A.tanh_dot, argnums=(0, 1)))
+JIT_GRAD_SCALAR = ad.jit(ad.grad(A.scalar_fn))
+JIT_VALUE_AND_GRAD_TREE = ad.jit(ad.value_and_grad(A.tree_loss, argnums=(0, 1)))
 
 
 # -- pytrees ---------------------------------------------------------------------------
@@ -95,6 +104,19 @@ def test_vjp_with_pytree_primal():
     assert isinstance(ct_p, tuple) and isinstance(ct_p[1], tuple)
     close(ct_p[0], 2.0 * c * sech2(x * w) * x)
     close(ct_x, 2.0 * c * sech2(x * w) * w)
+
+
+def test_pytrees_under_jit():
+    p, x = tree_args()
+    w, (b, c) = p
+    value, (gp, gx) = JIT_VALUE_AND_GRAD_TREE(p, x)
+    assert isinstance(compiled(JIT_VALUE_AND_GRAD_TREE), CPUDispatcher)
+    assert isinstance(gp, tuple) and isinstance(gp[1], tuple) and type(gp[1][1]) is float
+    close(value, A.tree_loss(p, x))
+    close(gp[0], c * sech2(x * w) * x)
+    close(gp[1][0], np.full(3, c))
+    close(gp[1][1], np.sum(np.tanh(x * w) + b))
+    close(gx, c * sech2(x * w) * w)
 
 
 # -- argnums --------------------------------------------------------------------------------
@@ -187,12 +209,6 @@ def test_vjp_cotangent_structure_is_checked():
 
 # -- jit ---------------------------------------------------------------------------------------------
 
-# Built once: each Numba compilation costs seconds.
-JIT_GRAD_CUBIC = ad.jit(ad.grad(A.cubic))
-GRAD_JIT_CUBIC = ad.grad(ad.jit(A.cubic))
-GRAD_JITTED_BARE = ad.grad(A.jitted_bare)
-JIT_GRAD_TANH_DOT = ad.jit(ad.grad(A.tanh_dot, argnums=(0, 1)))
-JIT_GRAD_SCALAR = ad.jit(ad.grad(A.scalar_fn))
 
 
 def test_jit_bare_decorator():
@@ -264,7 +280,7 @@ def test_source_is_the_code_that_runs():
     assert "def grad_cubic(x):" in source
     assert Path(g._last.compiled.__file__).read_text() == source
     namespace = {}
-    exec(compile(source, "<source>", "exec"), namespace)
+    exec(compile(source, "<source>", "exec"), namespace)  # noqa: S102
     _, (grad,) = namespace["grad_cubic"](X)
     close(grad, 3 * X ** 2 - 2)
 
@@ -290,5 +306,5 @@ def test_source_of_plain_function_is_its_primal():
     source = ad.source(A.cubic)
     assert "def cubic(x):" in source
     namespace = {}
-    exec(compile(source, "<source>", "exec"), namespace)
+    exec(compile(source, "<source>", "exec"), namespace)  # noqa: S102
     close(namespace["cubic"](X), A.cubic(X))

@@ -21,7 +21,7 @@ from s2s_ad.activity import analyse
 from s2s_ad.anf import Program
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
-import passes as P  # noqa: E402
+import passes as P
 
 X = np.array([0.3, -0.7, 1.1])
 Y = np.array([0.5, 0.2, -0.4])
@@ -56,7 +56,7 @@ def activity(fn, wrt):
 
 def test_varied_and_useful_sets():
     act = activity(P.mixed_activity, ["x"])
-    assert {"x", "c"} <= set(n for n in act.varied if n in act.useful)
+    assert {"x", "c"} <= {n for n in act.varied if n in act.useful}
     assert "a" in act.useful and "a" not in act.varied     # reaches the output, not from x
     assert "d" in act.varied and "d" not in act.useful     # from x, reaches only a test
     assert "y" not in act and "a" not in act and "d" not in act

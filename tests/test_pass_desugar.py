@@ -17,7 +17,7 @@ import s2s_ad as ad
 from s2s_ad.parse import FunctionSource
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
-import passes as P  # noqa: E402
+import passes as P
 
 
 def desugared(fn):
@@ -32,7 +32,7 @@ def run_desugared(fn, *args):
     """Execute the desugared text in ``fn``'s module namespace and call it."""
     _, text = desugared(fn)
     namespace = dict(fn.__globals__)
-    exec(compile(text, f"<desugared {fn.__name__}>", "exec"), namespace)
+    exec(compile(text, f"<desugared {fn.__name__}>", "exec"), namespace)  # noqa: S102
     return namespace[fn.__name__](*args)
 
 

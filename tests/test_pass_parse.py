@@ -23,7 +23,7 @@ from s2s_ad.parse import FunctionSource, is_user_function
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 sys.path.insert(0, PROGRAMS)
-import passes as P  # noqa: E402
+import passes as P
 
 X = np.array([0.3, -0.7, 1.1])
 
@@ -59,9 +59,9 @@ def callee_roots(source):
             f = node.func
             while isinstance(f, ast.Attribute):
                 f = f.value
-            if isinstance(f, ast.Name) and f.id not in defined and f.id not in dir(builtins):
-                roots.add(f.id)
-            elif isinstance(f, ast.Name) and f is not node.func:
+            if not isinstance(f, ast.Name):
+                continue
+            if f is not node.func or f.id not in defined and f.id not in dir(builtins):
                 roots.add(f.id)
     return roots
 

@@ -19,7 +19,7 @@ import pytest
 import s2s_ad as ad
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
-import passes as P  # noqa: E402
+import passes as P
 
 X = np.array([0.3, -0.7, 1.1])
 W = np.array([0.5, 0.2, -0.4])
@@ -55,12 +55,12 @@ def stored(fn_node):
 def run_source(source, entry, *args, **consts):
     """Execute generated ``source`` as a fresh module and call ``entry``."""
     namespace = dict(consts)
-    exec(compile(source, f"<{entry}>", "exec"), namespace)
+    exec(compile(source, f"<{entry}>", "exec"), namespace)  # noqa: S102
     return namespace[entry](*args)
 
 
 def entry_of(source):
-    return re.search(r"^# Entry point: (\w+)\.", source, re.M).group(1)
+    return re.search(r"^# Entry point: (\w+)\.", source, re.MULTILINE).group(1)
 
 
 # -- names and comments --------------------------------------------------------------
@@ -93,7 +93,7 @@ def test_comments_carry_the_users_lines_in_reverse(commented_source):
 
 def test_each_adjoint_block_follows_its_comment(commented_source):
     body = commented_source.split("# adjoint of: y = np.sin(x)")[1]
-    assert re.search(r"^\s+bx = by \* np\.cos\(x\)$", body, re.M)
+    assert re.search(r"^\s+bx = by \* np\.cos\(x\)$", body, re.MULTILINE)
 
 
 @pytest.mark.parametrize("make, name", [
@@ -126,7 +126,7 @@ def test_inactive_call_runs_the_plain_helper():
     source = ad.source(ad.grad(P.mixed_calls), X)
     defs = list(functions(source))
     assert sorted(defs) == ["bwd_smooth", "fwd_smooth", "grad_mixed_calls", "smooth"]
-    assert re.search(r"^\s+b = smooth\(W\)$", source, re.M)
+    assert re.search(r"^\s+b = smooth\(W\)$", source, re.MULTILINE)
 
 
 def _smooth_prime(v):

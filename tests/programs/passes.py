@@ -101,7 +101,7 @@ def uses_stop_gradient(x):
 
 
 def fenced_lambda(x):
-    return np.sum((lambda y: y * 2.0)(x))  # <- lambda
+    return np.sum((lambda y: y * 2.0)(x))  # noqa: PLC3002  # <- lambda
 
 
 def fenced_try(x):
@@ -335,7 +335,7 @@ def mixed_calls(x):
 
 
 def dead_code(x, w):
-    unused = np.arctan(x) + np.log1p(x * x)
+    unused = np.arctan(x) + np.log1p(x * x)  # noqa: F841
     penalty = np.sum(np.log(w))          # reaches the value, not the gradient w.r.t. x
     y = np.cos(x) * x
     return np.sum(y) + penalty
