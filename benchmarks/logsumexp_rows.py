@@ -204,7 +204,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     from . import runner
     result = runner.run_suite(["--only", NAME] + (["--quick"] if args.quick else []))
-    missed = [t for t in result["workloads"][NAME]["targets"] if not t["met"]]
+    missed = [t for t in result["workloads"][NAME]["targets"] if t["met"] is False]
     if missed or args.breakdown:
         X = build("full").args[0]
         breakdown(X, *((5, 5) if args.quick else (20, 15)))

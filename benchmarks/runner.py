@@ -100,22 +100,29 @@ def candidates(wl):
             yield key, "grad", (lambda make=wl.peers[key]: make(wl.args))
 
 
-def _skip_slow():
-    raise core.Unavailable("left out of --quick runs: seconds per call at this size "
-                           "(run the full suite)")
+def _leave_out(reason):
+    def make():
+        raise core.Unavailable(reason)
+    return make
 
 
-def columns(wl, quick):
-    """candidates(), with the workload's slow peers left out when quick."""
+def columns(wl, quick=False, peers=core.PEERS):
+    """candidates(), less the peers not asked for and, when quick, the
+    workload's slow peers."""
     for key, kind, make in candidates(wl):
-        yield key, kind, (_skip_slow if quick and key in wl.slow_peers else make)
+        if key in core.PEERS and key not in peers:
+            make = _leave_out("not selected (--peers)")
+        elif quick and key in wl.slow_peers:
+            make = _leave_out("left out of --quick runs: seconds per call at this size "
+                              "(run the full suite)")
+        yield key, kind, make
 
 
-def build_and_check(wl, progress, quick=False):
+def build_and_check(wl, progress, quick=False, peers=core.PEERS):
     """Build every column, call it once, check it; returns (impls, cells)."""
     impls, cells = {}, {}
     reference = value = None
-    for key, kind, make in columns(wl, quick):
+    for key, kind, make in columns(wl, quick, peers):
         progress.step(f"{core.LABELS[key]}: build, first call, check")
         try:
             impl = make()
@@ -172,8 +179,9 @@ def ratios(cells):
     return out
 
 
-def judge(targets, cells):
-    """Each target's value and verdict; a WRONG or missing column misses."""
+def judge(targets, cells, size="full"):
+    """Each target's value and verdict; a WRONG or missing column misses.
+    At the tiny size the ratios say nothing, and nothing is judged."""
     out = []
     for t in targets:
         num, den = cells.get(t.num), cells.get(t.den)
@@ -185,16 +193,18 @@ def judge(targets, cells):
             bad = [c.key for c in (num, den) if c.status != "ok"]
             if bad:
                 entry["why"] = f"{', '.join(bad)} is {' / '.join(cells[b].status for b in bad)}"
+            elif size != "full":
+                entry["met"], entry["why"] = None, f"not judged at the {size} size"
             else:
                 entry["met"] = entry["value"] <= t.limit
         out.append(entry)
     return out
 
 
-def run_workload(name, size, config, progress, latency, quick=False):
+def run_workload(name, size, config, progress, latency, quick=False, peers=core.PEERS):
     module = importlib.import_module(f"benchmarks.{name}")
     wl = module.build(size)
-    impls, cells = build_and_check(wl, progress, quick)
+    impls, cells = build_and_check(wl, progress, quick, peers)
     rounds, sample_s, budget_s = config
     progress.step("timing")
     core.measure(cells, impls, rounds=rounds, sample_s=sample_s, budget_s=budget_s,
@@ -204,7 +214,7 @@ def run_workload(name, size, config, progress, latency, quick=False):
         "reference_check": {"oracle": wl.oracle_name, "tolerance": wl.oracle_tol},
         "implementations": {k: c.to_json() for k, c in cells.items()},
         "ratios": ratios(cells),
-        "targets": judge(wl.targets, cells),
+        "targets": judge(wl.targets, cells, size),
     }
     if latency:
         progress.step("compile latency: two fresh processes")
@@ -302,7 +312,7 @@ def render(name, res):
              if c.get("note")]
     lines += [f"  note - {n}" for n in notes]
     for t in res["targets"]:
-        verdict = "met" if t["met"] else "MISSED" + (f" ({t['why']})" if t.get("why") else "")
+        verdict = _verdict(t)
         lines.append(f"  target {t['name']} <= {t['limit']:g}: {fmt_ratio(t['value'])}  "
                      f"{verdict}")
     lat = res.get("latency")
@@ -320,11 +330,17 @@ def render(name, res):
     return "\n".join(lines)
 
 
+def _verdict(t):
+    if t["met"] is None:
+        return t["why"]
+    return "met" if t["met"] else "MISSED" + (f" ({t['why']})" if t.get("why") else "")
+
+
 def summary_lines(result):
     lines = ["targets:"]
     for name, res in result["workloads"].items():
         for t in res["targets"]:
-            verdict = "met" if t["met"] else "MISSED" + (f" ({t['why']})" if t.get("why") else "")
+            verdict = _verdict(t)
             lines.append(f"  {name:15} {t['name']:22} {fmt_ratio(t['value']):>7} "
                          f"<= {t['limit']:<4g} {verdict}")
     return lines
@@ -361,9 +377,9 @@ def plot(result, path):
 
 # -- command line -------------------------------------------------------------------
 
-def build_parser():
+def build_parser(prog="python -m benchmarks"):
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks",
+        prog=prog,
         description="s2s_ad's benchmark suite: gradients of loop and array workloads against "
                     "a hand-written Numba gradient and the peers that are installed (JAX, "
                     "PyTorch, autograd).")
@@ -376,12 +392,28 @@ def build_parser():
     parser.add_argument("--latency", action=argparse.BooleanOptionalAction, default=None,
                         help="measure compile latency in fresh processes (default: on, "
                              "off with --quick)")
+    parser.add_argument("--peers", metavar="LIST", default="all",
+                        help=f"comma-separated peers to run, 'all' (default: those installed) "
+                             f"or 'none': {', '.join(core.PEERS)}")
     parser.add_argument("--size", choices=("full", "tiny"), default="full",
                         help="problem sizes (tiny: a smoke test, ratios meaningless)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 1 when a target is missed, too")
     parser.add_argument("--latency-probe", metavar="NAME", help=argparse.SUPPRESS)
     return parser
+
+
+def parse_peers(text, prog="python -m benchmarks"):
+    if text == "all":
+        return core.PEERS
+    if text == "none":
+        return ()
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [p for p in names if p not in core.PEERS]
+    if bad:
+        build_parser(prog).error(f"--peers: unknown peer {', '.join(bad)} "
+                             f"(choose from {', '.join(core.PEERS)}, all, none)")
+    return names
 
 
 def machine():
@@ -396,22 +428,24 @@ def machine():
     return info
 
 
-def run_suite(argv=None, progress=None):
+def run_suite(argv=None, progress=None, prog="python -m benchmarks"):
     """Run the suite for a command line; returns the result dict (what --json writes)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     for k, v in THREAD_ENV.items():
         os.environ.setdefault(k, v)
     mode = "quick" if args.quick else "full"
     latency = (not args.quick) if args.latency is None else args.latency
     progress = progress or Progress()
     names = args.only or list(WORKLOADS)
+    peers = parse_peers(args.peers, prog)
     result = {"schema": 1, "mode": mode, "size": args.size, "rtol": core.RTOL,
               "config": dict(zip(("rounds", "sample_s", "budget_s"), CONFIGS[mode])),
               "machine": machine(), "workloads": {}}
     start = time.perf_counter()
     for i, name in enumerate(names, 1):
         progress.prefix = f"[{i}/{len(names)} {name}] "
-        res = run_workload(name, args.size, CONFIGS[mode], progress, latency, args.quick)
+        res = run_workload(name, args.size, CONFIGS[mode], progress, latency, args.quick,
+                           peers)
         progress.done()
         result["workloads"][name] = res
         print(render(name, res) + "\n", flush=True)
@@ -431,20 +465,21 @@ def run_suite(argv=None, progress=None):
     return result
 
 
-def main(argv=None):
+def main(argv=None, prog="python -m benchmarks"):
     """Entry point of ``python -m benchmarks`` (and ``s2s-ad bench``); returns the
     exit status: 1 when a gradient is WRONG or s2s_ad fails on a workload (or,
     with --strict, when a target is missed), else 0."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     if args.latency_probe:
         print(json.dumps(latency_probe(args.latency_probe)))
         return 0
-    result = run_suite(argv)
+    result = run_suite(argv, prog=prog)
     bad = [f"{name}: {c['label']} {c['status']}"
            for name, res in result["workloads"].items()
            for key, c in res["implementations"].items()
            if c["status"] == "WRONG" or (key.startswith("s2s_ad") and c["status"] == "error")]
-    missed = [t for res in result["workloads"].values() for t in res["targets"] if not t["met"]]
+    missed = [t for res in result["workloads"].values() for t in res["targets"]
+              if t["met"] is False]
     if bad:
         print("FAILED: " + "; ".join(bad), file=sys.stderr)
         return 1

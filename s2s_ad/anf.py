@@ -347,7 +347,8 @@ class Lowerer:
     def bind(self, name, value):
         """Bind a user variable; a fresh temporary is renamed after it."""
         last = self.body[-1] if self.body else None
-        if (isinstance(value, Var) and value.name.startswith("_t") and isinstance(last, (Prim, Call))
+        if (isinstance(value, Var) and value.name.startswith("_t")
+                and isinstance(last, (Prim, Call))
                 and last.targets == [value.name]):
             value = Var(self.names.user(name))
             last.targets = [value.name]
@@ -464,7 +465,8 @@ class Lowerer:
             return Tup(tuple(self.index(e) for e in node.elts))
         if isinstance(node, gast.Slice):
             return Const(slice(None)) if (node.lower, node.upper, node.step) == (None,) * 3 else \
-                Slice(*(None if b is None else self.expr(b) for b in (node.lower, node.upper, node.step)))
+                Slice(*(None if b is None else self.expr(b)
+                        for b in (node.lower, node.upper, node.step)))
         return self.expr(node)
 
     def expr_Call(self, node):
@@ -526,7 +528,8 @@ class Lowerer:
 
     def emit(self, rule, operands, params, node=None):
         target = self.names.temp()
-        self.body.append(Prim([target], rule, list(operands), params, self.src.loc(node or self.node)))
+        loc = self.src.loc(node or self.node)
+        self.body.append(Prim([target], rule, list(operands), params, loc))
         return Var(target)
 
     def call_user(self, fn, args, kwargs, node):

@@ -34,7 +34,8 @@ def _fingerprint(consts):
             h.update(f"{value.dtype}{value.shape}".encode())
             h.update(np.ascontiguousarray(value).tobytes())
         else:
-            h.update(f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+            qualname = getattr(value, "__qualname__", repr(value))
+            h.update(f"{getattr(value, '__module__', '')}.{qualname}"
                      .encode())
     return h.hexdigest()
 

@@ -44,8 +44,9 @@ _SHOW_HELP = """\
 Print the Python source that s2s_ad generates for FUNC under a transform: the
 code that actually runs (ad.source).  FILE.py is imported under its module
 name with its folder first on sys.path: its top-level code runs, as with
-`python FILE.py`, except an `if __name__ == "__main__":` block.  Generated code depends on the structure of the arguments; `show`
-assumes every argument of FUNC is one array.  Set S2S_AD_DUMP_AFTER=all to
+`python FILE.py`, except an `if __name__ == "__main__":` block.  Generated
+code depends on the structure of the arguments; `show` assumes every
+argument of FUNC is one array.  Set S2S_AD_DUMP_AFTER=all to
 also print the source after each compiler pass.
 """
 

@@ -86,7 +86,8 @@ def _positional_statics(p):
 def _keyword_statics(p):
     out = []
     for k, v in p.params.items():
-        if k in p.rule.defaults and not (isinstance(v, Const) and _same(v.value, p.rule.defaults[k])):
+        default = isinstance(v, Const) and _same(v.value, p.rule.defaults.get(k, ...))
+        if k in p.rule.defaults and not default:
             out.append(ast.keyword(k, atom(v)))
     return out
 

@@ -59,7 +59,8 @@ def _keep(body, live, kept, extra):
                 kept.add(id(s))
                 live |= reads(s)
         elif isinstance(s, If):
-            live_in = _keep(s.body, set(live), kept, extra) | _keep(s.orelse, set(live), kept, extra)
+            live_in = (_keep(s.body, set(live), kept, extra)
+                       | _keep(s.orelse, set(live), kept, extra))
             if _any_kept(s.body, kept) or _any_kept(s.orelse, kept):
                 kept.add(id(s))
                 live |= live_in | set(leaves([s.cond]))

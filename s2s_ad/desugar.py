@@ -215,7 +215,8 @@ class Desugar:
                 args.append(gast.Constant(1, None))
             return args[0], args[1], args[2], [], []
         if fn is enumerate:
-            if len(it.args) != 1 or not (isinstance(s.target, gast.Tuple) and len(s.target.elts) == 2):
+            pair = isinstance(s.target, gast.Tuple) and len(s.target.elts) == 2
+            if len(it.args) != 1 or not pair:
                 raise self.src.error(s, "write enumerate loops as: for i, v in enumerate(x)")
             idx, item = s.target.elts
             ref, before = self.hoist(it.args[0])
@@ -236,7 +237,8 @@ class Desugar:
             ref, pre = self.hoist(seq)
             hoisted += pre
             lens.append(_call("len", ref))
-            pro.append(gast.copy_location(gast.Assign([target], _subscript(ref, _name(i)), None), s))
+            read = gast.Assign([target], _subscript(ref, _name(i)), None)
+            pro.append(gast.copy_location(read, s))
         stop = lens[0] if len(lens) == 1 else _call("min", *lens)
         s.target = _name(i, gast.Store())
         return gast.Constant(0, None), stop, gast.Constant(1, None), hoisted, pro
@@ -261,7 +263,8 @@ def _in_range(k, stop, step, step_expr):
         return gast.Compare(k, [op], [stop])
     up = gast.BoolOp(gast.And(), [gast.Compare(step, [gast.Gt()], [gast.Constant(0, None)]),
                                   gast.Compare(k, [gast.Lt()], [stop])])
-    down = gast.BoolOp(gast.And(), [gast.Compare(_name(step.id), [gast.Lt()], [gast.Constant(0, None)]),
+    negative = gast.Compare(_name(step.id), [gast.Lt()], [gast.Constant(0, None)])
+    down = gast.BoolOp(gast.And(), [negative,
                                     gast.Compare(_name(k.id), [gast.Gt()], [_name(stop.id)])])
     return gast.BoolOp(gast.Or(), [up, down])
 
@@ -318,7 +321,8 @@ def _contains_jump(body, kind):
     for s in body:
         if isinstance(s, kind):
             return True
-        if isinstance(s, gast.If) and (_contains_jump(s.body, kind) or _contains_jump(s.orelse, kind)):
+        if isinstance(s, gast.If) and (_contains_jump(s.body, kind)
+                                       or _contains_jump(s.orelse, kind)):
             return True
     return False
 

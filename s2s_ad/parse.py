@@ -15,9 +15,9 @@ import types
 
 import gast
 
-from .ir import Loc
 from .desugar import desugar
 from .errors import UnsupportedSyntaxError
+from .ir import Loc
 
 _UNSUPPORTED = {
     gast.Lambda: "lambda functions are not supported; define a module-level function instead",
@@ -28,18 +28,27 @@ _UNSUPPORTED = {
     gast.Yield: "generators are not supported; build and return an array instead",
     gast.YieldFrom: "generators are not supported; build and return an array instead",
     gast.Await: "async code is not supported",
-    gast.Try: "try/except is not supported: derivatives cannot follow exceptions; test the condition with an if instead",
-    gast.With: "with statements are not supported; move the context manager outside the differentiated function",
-    gast.Global: "global statements are not supported; pass the value in as an argument and return the new value",
-    gast.Nonlocal: "nonlocal statements are not supported; pass the value in as an argument and return the new value",
+    gast.Try: ("try/except is not supported: derivatives cannot follow exceptions;"
+               " test the condition with an if instead"),
+    gast.With: ("with statements are not supported;"
+                " move the context manager outside the differentiated function"),
+    gast.Global: ("global statements are not supported;"
+                  " pass the value in as an argument and return the new value"),
+    gast.Nonlocal: ("nonlocal statements are not supported;"
+                    " pass the value in as an argument and return the new value"),
     gast.ClassDef: "class definitions are not supported inside a differentiated function",
-    gast.FunctionDef: "nested function definitions are not supported; define the helper at module level",
+    gast.FunctionDef: ("nested function definitions are not supported;"
+                       " define the helper at module level"),
     gast.AsyncFunctionDef: "async functions are not supported",
     gast.Delete: "del is not supported; let the variable go out of use instead",
-    gast.Import: "imports inside a differentiated function are not supported; import at module level",
-    gast.ImportFrom: "imports inside a differentiated function are not supported; import at module level",
-    gast.Raise: "raise is not supported inside a differentiated function; check inputs before calling it",
-    gast.Assert: "assert is not supported inside a differentiated function; check inputs before calling it",
+    gast.Import: ("imports inside a differentiated function are not supported;"
+                  " import at module level"),
+    gast.ImportFrom: ("imports inside a differentiated function are not supported;"
+                      " import at module level"),
+    gast.Raise: ("raise is not supported inside a differentiated function;"
+                 " check inputs before calling it"),
+    gast.Assert: ("assert is not supported inside a differentiated function;"
+                  " check inputs before calling it"),
     gast.Starred: "star-unpacking (*args) is not supported; pass the arguments explicitly",
     gast.Dict: "dictionaries are not supported; use tuples or arrays",
     gast.Set: "sets are not supported; use tuples or arrays",
@@ -80,8 +89,9 @@ class FunctionSource:
                             f"defined with def (write the lambda as a def)")
         node.decorator_list = []
         body = node.body
-        if body and isinstance(body[0], gast.Expr) and isinstance(
-                getattr(body[0], "value", None), gast.Constant) and isinstance(body[0].value.value, str):
+        first = body[0] if body else None
+        if isinstance(first, gast.Expr) and isinstance(first.value, gast.Constant) and isinstance(
+                first.value.value, str):
             node.body = body[1:] or [gast.Pass()]
         self.node = node
         self._check_signature()

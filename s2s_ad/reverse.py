@@ -16,127 +16,12 @@ once per (function, active inputs, active outputs) in the same module.
 import ast
 import copy
 
-from . import codegen
+from . import codegen, ranks
 from .activity import analyse, diff_args, var_leaves
-from . import ranks
+from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
 from .dce import keep, leaves
 from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, walk
 from .ranks import rank_of
-
-
-class Adjoints:
-    """Adjoint variables: name, and whether the array is ours to update in place.
-
-    The first contribution to ``bx`` binds it (possibly to another adjoint's
-    array: not owned); later ones rebind ``bx = bx + c`` (a fresh array).
-    Element updates (``bx[i] += g``, ``bx[i] = 0``) first make ``bx`` owned.
-    """
-
-    def __init__(self, names, writer, named):
-        self.names = names
-        self.w = writer
-        self.vars = {}      # primal name -> [adjoint name, owned]
-        self._named = named  # primal name -> adjoint name, stable across passes
-
-    def get(self, var):
-        entry = self.vars.get(var)
-        return entry[0] if entry else None
-
-    def name_of(self, var):
-        if var not in self._named:
-            self._named[var] = self.names.adjoint(var)
-        return self._named[var]
-
-    def bind(self, var, adj_name, owned=False):
-        self.vars[var] = [adj_name, owned]
-        self._named.setdefault(var, adj_name)
-
-    def drop(self, var):
-        """Forget ``bx``: the next contribution starts it afresh."""
-        self.vars.pop(var, None)
-
-    def add(self, var, expr):
-        entry = self.vars.get(var)
-        if entry is None:
-            adj = self.name_of(var)
-            self.vars[var] = [adj, not isinstance(expr, ast.Name)]
-            self.w.node(_assign(adj, expr))
-        else:
-            entry[1] = True
-            self.w.node(_assign(entry[0], ast.BinOp(codegen.name(entry[0]), ast.Add(), expr)))
-
-    def prepare(self, var, inplace):
-        """Make ``bx`` defined (zeros), and owned when it is updated in place."""
-        entry = self.vars.get(var)
-        if entry is None:
-            adj = self.name_of(var)
-            self.vars[var] = [adj, True]
-            self.w.node(_assign(adj, _call("rt.zeros_like", codegen.name(var))))
-        elif inplace and not entry[1]:
-            entry[1] = True
-            self.w.node(_assign(entry[0], _call("np.copy", codegen.name(entry[0]))))
-
-    def add_at(self, var, index, expr):
-        """``bvar[index] += expr``."""
-        self.prepare(var, True)
-        target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
-        self.w.node(ast.AugAssign(target, ast.Add(), expr))
-
-
-def _assign(n, expr):
-    return ast.Assign([ast.Name(n, ast.Store())], expr, lineno=0)
-
-
-def _call(fname, *args):
-    return ast.Call(codegen.name(fname), list(args), [])
-
-
-class _Subst(ast.NodeTransformer):
-    def __init__(self, env):
-        self.env = env
-
-    def visit_Name(self, node):
-        return copy.deepcopy(self.env[node.id]) if node.id in self.env else node
-
-
-def instantiate(template, env):
-    """The template with its parameter names replaced, lightly simplified."""
-    return simplify(_Subst(env).visit(copy.deepcopy(template)))
-
-
-_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-         ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
-
-
-def _num(e):
-    return isinstance(e, ast.Constant) and type(e.value) in (int, float)
-
-
-def simplify(e):
-    """Fold constants, ``g * 1.0`` -> ``g``, ``g * -1.0`` -> ``-g``, ``x ** 1`` -> ``x``."""
-    if isinstance(e, ast.Call):
-        e.args = [simplify(a) for a in e.args]
-    if isinstance(e, ast.UnaryOp):
-        e.operand = simplify(e.operand)
-        if isinstance(e.op, ast.USub) and _num(e.operand):
-            return ast.Constant(-e.operand.value)
-    if not isinstance(e, ast.BinOp):
-        return e
-    e.left, e.right = simplify(e.left), simplify(e.right)
-    if _num(e.left) and _num(e.right) and type(e.op) in _FOLD:
-        try:
-            return ast.Constant(_FOLD[type(e.op)](e.left.value, e.right.value))
-        except ZeroDivisionError:
-            return e
-    if isinstance(e.op, ast.Pow) and _num(e.right) and e.right.value == 1:
-        return e.left
-    if isinstance(e.op, ast.Mult):
-        for a, b in ((e.left, e.right), (e.right, e.left)):
-            if _num(b) and b.value == 1:
-                return a
-            if _num(b) and b.value == -1:
-                return ast.UnaryOp(ast.USub(), a)
-    return e
 
 
 class ReverseWriter:
@@ -229,7 +114,7 @@ class ReverseWriter:
         fwd.indent = 1
         for stack in self.stacks.values():
             if stack in self.used:
-                fwd.node(_assign(stack, ast.List([], ast.Load())))
+                fwd.node(assign(stack, ast.List([], ast.Load())))
         body = [s for s in self.fn.body if not isinstance(s, Return)]
         self.kept = keep(body, self._reads | set(live_out), self._call_defs())
         codegen.block(fwd, body, self.module.fn_names, _ForwardHooks(self, self.kept))
@@ -335,9 +220,9 @@ class ReverseWriter:
                 if rank_of(value, self.ranks) == 0 and written == 0:
                     contribution = part
                 elif rank_of(value, self.ranks) == 0 and written is not None:
-                    contribution = _call("np.sum", part)
+                    contribution = call("np.sum", part)
                 else:
-                    contribution = _call("rt.unbroadcast", _call("rt.snapshot", part),
+                    contribution = call("rt.unbroadcast", call("rt.snapshot", part),
                                          codegen.name(value.name))
                 self.adj.add(value.name, contribution)
             self.adj.prepare(x.name, True)
@@ -459,13 +344,13 @@ class ReverseWriter:
                         self.push_end.setdefault(id(branch), []).append(name)
                         cond = codegen.atom(x.cond)
                         test = cond if sides[0] else ast.UnaryOp(ast.Not(), cond)
-                        guarded.append(ast.If(test, [_assign(name, _pop(self._stack(name)))], []))
+                        guarded.append(ast.If(test, [assign(name, _pop(self._stack(name)))], []))
                         reads |= set(leaves([x.cond]))
             local = [n for n in self._block_defs(body) if n in reads and n not in carried
                      and n not in joins]
             self.push_end.setdefault(id(body), []).extend(local)
             self.push_top[id(body)] = [h for h in carried if h in reads]
-            pops = [_assign(n, _pop(self._stack(n))) for n in local + self.push_top[id(body)]]
+            pops = [assign(n, _pop(self._stack(n))) for n in local + self.push_top[id(body)]]
             pops += guarded
             lines = [pad + line for p in pops for line in ast.unparse(p).splitlines()]
         outer.lines.extend(lines)
@@ -597,9 +482,9 @@ class ReverseWriter:
             if name in restored:
                 renames[name] = self._local(("value", name), f"{name}_value")
                 out.indent = 1
-                out.node(_assign(renames[name], _call("rt.snapshot", codegen.name(name))))
+                out.node(assign(renames[name], call("rt.snapshot", codegen.name(name))))
         if renames:
-            value = _Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
+            value = Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
         return value
 
 
@@ -623,7 +508,7 @@ class _ForwardHooks(codegen.Hooks):
     def before(self, w, s):
         counter = self.r.counters.get(id(s))
         if counter is not None:
-            w.node(_assign(counter, ast.Constant(0)))
+            w.node(assign(counter, ast.Constant(0)))
 
     def top(self, w, body):
         for n in self.r.push_top.get(id(body), ()):
@@ -633,7 +518,7 @@ class _ForwardHooks(codegen.Hooks):
         loop = self.loops.get(id(body))
         counter = self.r.counters.get(id(loop)) if loop is not None else None
         if counter is not None:
-            w.node(_assign(counter, ast.BinOp(codegen.name(counter), ast.Add(), ast.Constant(1))))
+            w.node(assign(counter, ast.BinOp(codegen.name(counter), ast.Add(), ast.Constant(1))))
         for n in self.r.push_end.get(id(body), ()):
             w.node(_push(self.r._stack(n), n))
 
@@ -643,8 +528,8 @@ class _ForwardHooks(codegen.Hooks):
             fwd_name, residuals = split
             w.loc(s.loc)
             names = [ast.Name(n, ast.Store()) for n in s.targets + residuals]
-            call = ast.Call(codegen.name(fwd_name), [codegen.atom(a) for a in s.args], [])
-            w.node(ast.Assign([ast.Tuple(names, ast.Store())], call, lineno=0))
+            invoke = ast.Call(codegen.name(fwd_name), [codegen.atom(a) for a in s.args], [])
+            w.node(ast.Assign([ast.Tuple(names, ast.Store())], invoke, lineno=0))
             return True
         stack = self.r.saves.get(id(s))
         if stack is None:
@@ -652,15 +537,15 @@ class _ForwardHooks(codegen.Hooks):
         w.loc(s.loc)
         x = s.args[0]
         part = ast.Subscript(codegen.name(x.name), codegen.atom(s.params["index"]), ast.Load())
-        w.node(_push(stack, _call("rt.snapshot", part)))
+        w.node(_push(stack, call("rt.snapshot", part)))
         w.node(codegen.stmt(s))
         return True
 
 
 def _push(stack, value):
     value = codegen.name(value) if isinstance(value, str) else value
-    call = ast.Call(ast.Attribute(codegen.name(stack), "append", ast.Load()), [value], [])
-    return ast.Expr(call)
+    invoke = ast.Call(ast.Attribute(codegen.name(stack), "append", ast.Load()), [value], [])
+    return ast.Expr(invoke)
 
 
 def _pop(stack):
@@ -674,7 +559,7 @@ def _reversed_range(s):
         args = [simplify(ast.BinOp(stop, ast.Sub(), ast.Constant(1))),
                 simplify(ast.BinOp(start, ast.Sub(), ast.Constant(1))), ast.Constant(-1)]
     else:
-        last = _call("rt.range_last", start, stop, step)
+        last = call("rt.range_last", start, stop, step)
         args = [last, simplify(ast.BinOp(copy.deepcopy(start), ast.Sub(), copy.deepcopy(step))),
                 simplify(ast.UnaryOp(ast.USub(), copy.deepcopy(step)))]
     return ast.Call(codegen.name("range"), args, [])
@@ -706,8 +591,8 @@ def grads_expr(fn, wrt_trees, adj):
             return ast.Tuple([one(t) for t in tree.items], ast.Load())
         b = adj.get(tree.name)
         if b is None:
-            return _call("rt.zeros_like", codegen.name(tree.name))
-        return _call("rt.like", codegen.name(b), codegen.name(tree.name))
+            return call("rt.zeros_like", codegen.name(tree.name))
+        return call("rt.like", codegen.name(b), codegen.name(tree.name))
     return ast.Tuple([one(t) for t in wrt_trees], ast.Load())
 
 

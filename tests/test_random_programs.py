@@ -1,7 +1,8 @@
 """Random small programs, differentiated and checked against finite differences.
 
 Hypothesis builds programs from a small grammar -- straight-line arithmetic
-with sin/exp/tanh and products, ``if``/``else`` on comparisons of
+with sin/exp/tanh and products, loop-carried updates (``v = v * e``),
+``if``/``else`` on comparisons of
 differentiated values, ``for`` loops with small constant or data-dependent
 trip counts, ``while`` loops, loop-carried accumulators, writes into a zeros
 array that are read back, ``break`` on a condition -- writes each to a module
@@ -68,7 +69,9 @@ def blocks(draw, indices=(), in_loop=False, depth=2, counter=None):
     counter = counter if counter is not None else [0]
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        kinds = ["assign", "assign", "aug", "write"]
+        kinds = ["assign", "assign", "aug", "carry", "write"]
+        if in_loop:
+            kinds += ["carry", "carry"]
         if depth > 0:
             kinds += ["if", "for", "for", "while"]
         if in_loop:
@@ -82,6 +85,10 @@ def blocks(draw, indices=(), in_loop=False, depth=2, counter=None):
             value = draw(e)
             out.append(("aug", draw(st.sampled_from(VARS)), op,
                         ("tanh", value) if op == "*=" else value))
+        elif kind == "carry":
+            form = draw(st.sampled_from(["{v} * ({e})", "{v} + {v} * ({e})", "{c} * {v} + ({e})"]))
+            out.append(("carry", draw(st.sampled_from(VARS)), form, draw(e),
+                        draw(st.sampled_from(CONSTS))))
         elif kind == "write":
             where = draw(st.sampled_from(tuple(range(N)) + tuple(indices)))
             out.append(("write", where, draw(st.booleans()), draw(e)))
@@ -129,6 +136,9 @@ def render_block(stmts, instrument, pad="    "):
             lines.append(f"{pad}{s[1]} = {render_expr(s[2])}")
         elif kind == "aug":
             lines.append(f"{pad}{s[1]} {s[2]} {render_expr(s[3])}")
+        elif kind == "carry":
+            _, v, form, e, c = s
+            lines.append(f"{pad}{v} = " + form.format(v=v, e=render_expr(e), c=repr(c)))
         elif kind == "write":
             op = "+=" if s[2] else "="
             lines.append(f"{pad}buf[{s[1]}] {op} {render_expr(s[3])}")

@@ -1,0 +1,89 @@
+"""Smoke test of the benchmark suite (benchmarks/): one workload at its tiny
+size runs end to end, every gradient agrees with the hand-written one, the
+JSON has its fields; a missing peer is a skipped column and a wrong
+gradient is flagged, never timed silently.  No peer (JAX, PyTorch,
+autograd) is needed."""
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import core, rosen_loop, runner
+
+QUIET = runner.Progress(enabled=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "out.json"
+    result = runner.run_suite(["--quick", "--size", "tiny", "--only", "rosen_loop",
+                               "--peers", "none", "--no-latency", "--json", str(out)],
+                              progress=QUIET)
+    return result, json.loads(out.read_text())
+
+
+def test_gradients_agree_and_are_timed(tiny_run):
+    impls = tiny_run[1]["workloads"]["rosen_loop"]["implementations"]
+    for key in ("numpy", "numba", "hand", "s2s_ad", "s2s_ad_py"):
+        cell = impls[key]
+        assert cell["status"] == "ok", (key, cell)
+        assert cell["max_rel_err"] <= core.RTOL
+        assert 0 < cell["min_s"] <= cell["median_s"] <= cell["max_s"]
+        assert cell["q1_s"] <= cell["median_s"] <= cell["q3_s"]
+        assert cell["rounds"] >= 1 and cell["first_call_s"] > 0
+    for key in core.PEERS:
+        assert impls[key]["status"] == "skipped"
+
+
+def test_json_has_the_fields(tiny_run):
+    data = tiny_run[1]
+    assert {"schema", "mode", "size", "rtol", "config", "machine", "workloads",
+            "elapsed_s"} <= set(data)
+    res = data["workloads"]["rosen_loop"]
+    assert {"title", "size", "implementations", "ratios", "targets"} <= set(res)
+    assert res["ratios"]["vs_hand"]["hand"] == pytest.approx(1.0)
+    assert res["ratios"]["vs_numba_primal"]["s2s_ad"] > 0
+    (target,) = res["targets"]
+    assert target["name"] == "s2s_ad / hand" and target["limit"] == 1.3
+    assert target["met"] is None          # not judged at the tiny size
+
+
+def test_table_names_every_column(tiny_run):
+    text = runner.render("rosen_loop", tiny_run[0]["workloads"]["rosen_loop"])
+    for label in ("hand-written Numba grad", "s2s_ad jit(grad)", "PyTorch eager"):
+        assert label in text
+    assert "skipped: not selected (--peers)" in text
+
+
+def test_missing_peer_is_skipped_and_wrong_gradient_is_flagged():
+    wl = rosen_loop.build("tiny")
+
+    def missing(args):
+        raise core.Unavailable("jax is not installed")
+
+    def wrong(args):
+        return core.Impl("torch", lambda x: 1.01 * rosen_loop.analytic_grad(x), args)
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    wl.peers = {"jax": missing, "torch": wrong, "autograd": broken}
+    impls, cells = runner.build_and_check(wl, QUIET)
+    assert cells["jax"].status == "skipped" and "not installed" in cells["jax"].reason
+    assert cells["torch"].status == "WRONG" and cells["torch"].max_rel_err > 1e-3
+    assert cells["autograd"].status == "error" and "boom" in cells["autograd"].reason
+    core.measure(cells, impls, rounds=2, sample_s=1e-4, budget_s=0.05)
+    res = {"title": wl.title, "size": wl.size, "ratios": runner.ratios(cells),
+           "implementations": {k: c.to_json() for k, c in cells.items()},
+           "targets": runner.judge([core.Target("torch", "hand", 2.0)], cells)}
+    assert res["targets"][0]["met"] is False          # a WRONG column never meets a target
+    text = runner.render(wl.name, res)
+    assert "*** WRONG" in text and "ERROR: RuntimeError: boom" in text
+
+
+def test_compare_is_normwise_and_checks_shapes():
+    want = np.array([1.0, 0.0, -2.0])
+    assert core.compare(want + 1e-12, want) < 1e-11
+    assert core.compare(np.ones(2), want) == np.inf
+    assert core.compare((want, want), (want,)) == np.inf
+    assert core.compare(np.array([np.nan, 0, 0]), want) == np.inf
