@@ -226,31 +226,31 @@ def _sample(fn, args, number):
             gc.enable()
 
 
-def measure(cells, impls, *, rounds, sample_s, budget_s, warmup=1, progress=None):
+def measure(cells, impls, *, rounds, sample_s, budget_s, progress=None):
     """Time each implementation, interleaved round-robin; fills ``cells``.
 
-    After ``warmup`` calls, one call calibrates how many back-to-back calls
+    Every implementation has been called once already (the check).  One
+    more call warms it up and calibrates how many back-to-back calls
     (``number``) make a sample of about ``sample_s`` seconds.  Then each
     round takes one sample of every implementation, in an order rotated
     from round to round, so that drift in the machine's state hits every
     column alike.  An implementation whose samples would exceed
-    ``budget_s`` in total takes part in fewer rounds (at least 3, or 1 when
-    a single call exceeds the budget).
+    ``budget_s`` takes part in fewer rounds (at least 3); one slower than
+    ``budget_s / 3`` a call keeps its calibration call as a sample and takes
+    ``budget_s`` worth of single calls (at least one).
     """
     keys = [k for k in impls if cells[k].status in ("ok", "WRONG")]
     plan = {}
     for k in keys:
         impl = impls[k]
-        for _ in range(warmup):
-            impl.fn(*impl.args)
         t = _sample(impl.fn, impl.args, 1)
-        number = max(1, int(sample_s / max(t, 1e-9)))
-        per_round = t * number
-        n = min(rounds, max(3, int(budget_s / per_round)))
-        if per_round > budget_s:
-            n = 1
-        plan[k] = (number, n)
-        cells[k].number = number
+        if t > budget_s / 3:
+            cells[k].samples.append(t)
+            plan[k] = (1, max(1, min(rounds, int(budget_s / t))))
+        else:
+            number = max(1, int(sample_s / max(t, 1e-9)))
+            plan[k] = (number, min(rounds, max(3, int(budget_s / (t * number)))))
+        cells[k].number = plan[k][0]
     total = max((n for _, n in plan.values()), default=0)
     for r in range(total):
         if progress:
@@ -258,7 +258,7 @@ def measure(cells, impls, *, rounds, sample_s, budget_s, warmup=1, progress=None
         order = keys[r % len(keys):] + keys[:r % len(keys)] if keys else []
         for k in order:
             number, n = plan[k]
-            if r < n:
+            if len(cells[k].samples) < n:
                 impl = impls[k]
                 cells[k].samples.append(_sample(impl.fn, impl.args, number))
 

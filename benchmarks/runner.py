@@ -31,7 +31,7 @@ WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows")
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (rounds, seconds per sample, seconds of samples per implementation)
-CONFIGS = {"quick": (5, 0.01, 1.0), "full": (25, 0.05, 12.0)}
+CONFIGS = {"quick": (11, 0.02, 1.0), "full": (31, 0.05, 12.0)}
 
 #: Environment for quiet thread pools on small machines (see DESIGN.md).
 THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1",
@@ -397,6 +397,9 @@ def build_parser(prog="python -m benchmarks"):
                              f"or 'none': {', '.join(core.PEERS)}")
     parser.add_argument("--size", choices=("full", "tiny"), default="full",
                         help="problem sizes (tiny: a smoke test, ratios meaningless)")
+    parser.add_argument("--fresh-cache", action="store_true",
+                        help="compile into a new, empty S2S_AD_CACHE_DIR for this run (Numba's "
+                             "disk cache may not notice edits to the runtime)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 1 when a target is missed, too")
     parser.add_argument("--latency-probe", metavar="NAME", help=argparse.SUPPRESS)
@@ -433,9 +436,25 @@ def run_suite(argv=None, progress=None, prog="python -m benchmarks"):
     args = build_parser(prog).parse_args(argv)
     for k, v in THREAD_ENV.items():
         os.environ.setdefault(k, v)
+    progress = progress or Progress()
+    if args.fresh_cache:
+        fresh = tempfile.TemporaryDirectory(prefix="s2s_ad_bench_cache_")
+        old = os.environ.get("S2S_AD_CACHE_DIR")
+        os.environ["S2S_AD_CACHE_DIR"] = fresh.name
+        try:
+            return _run(args, progress, prog)
+        finally:
+            if old is None:
+                os.environ.pop("S2S_AD_CACHE_DIR", None)
+            else:
+                os.environ["S2S_AD_CACHE_DIR"] = old
+            fresh.cleanup()
+    return _run(args, progress, prog)
+
+
+def _run(args, progress, prog):
     mode = "quick" if args.quick else "full"
     latency = (not args.quick) if args.latency is None else args.latency
-    progress = progress or Progress()
     names = args.only or list(WORKLOADS)
     peers = parse_peers(args.peers, prog)
     result = {"schema": 1, "mode": mode, "size": args.size, "rtol": core.RTOL,

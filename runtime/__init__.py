@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     _nb_shapes,
 )
 from .control import range_last, snapshot
+from .scatter import index_add
 from .elementwise import clip
 from .linalg import (
     dot,
@@ -40,5 +41,5 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "inner_grad_a", "inner_grad_b",
     "squeeze", "ndim", "transpose_grad", "split_grad", "stack_grad", "index_grad",
     "clip",
-    "range_last", "snapshot",
+    "range_last", "snapshot", "index_add",
 ]

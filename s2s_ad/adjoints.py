@@ -63,9 +63,12 @@ class Adjoints:
             entry[1] = True
             self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
 
-    def add_at(self, var, index, expr):
-        """``bvar[index] += expr``."""
+    def add_at(self, var, index, expr, scatter=False):
+        """``bvar[index] += expr``; ``scatter`` when an index array may repeat."""
         self.prepare(var, True)
+        if scatter:
+            self.w.node(ast.Expr(call("rt.index_add", codegen.name(self.get(var)), index, expr)))
+            return
         target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
 

@@ -86,8 +86,8 @@ class Transformed:
         if not self._last.checked:
             self._check_scalar(args)
         out, grads = entry(*leaves)
-        grads = tuple(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i])
-                      for g, i in zip(grads, self.argnums))
+        grads = tuple(_like_arg(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i]),
+                                args[i]) for g, i in zip(grads, self.argnums))
         grads = grads[0] if self.single else grads
         if self.kind == "value_and_grad":
             return out, grads
@@ -106,6 +106,19 @@ class Transformed:
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
         self._last.checked = True
+
+
+def _like_arg(g, arg):
+    """NumPy scalar arguments get NumPy scalar gradients of their type.
+
+    (Numba returns every float scalar as a Python float, which would turn a
+    float32 gradient into a float64 one.)
+    """
+    if isinstance(arg, np.generic):
+        return type(arg)(g)
+    if isinstance(arg, (tuple, list)):
+        return type(g)(_like_arg(a, b) for a, b in zip(g, arg))
+    return g
 
 
 def _choose_execution(st, leaves, repeats=3):
@@ -239,7 +252,7 @@ def vjp(fun, *primals, has_aux=False):
                                  f"leaf has shape {np.shape(v)}")
         _, grads = entry(*leaves, *ct_leaves)
         by_arg = dict(zip(argnums, grads))
-        return tuple(pytree.rebuild(by_arg[i], treedefs[i]) if i in by_arg
+        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
                      else _zeros_like_tree(p) for i, p in enumerate(primals))
     vjp_fn.transformed = t
     return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)

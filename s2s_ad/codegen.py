@@ -76,20 +76,32 @@ def prim_expr(p):
         return args[0]
     if rule.emit == "attribute":
         return ast.Attribute(args[0], rule.name, ast.Load())
-    return ast.Call(name(rule.emit), args + _positional_statics(p), _keyword_statics(p))
+    return ast.Call(name(rule.emit), *_call_args(p, args))
 
 
-def _positional_statics(p):
-    return [atom(v) for k, v in p.params.items() if k not in p.rule.defaults]
+def _call_args(p, operands):
+    """Positional and keyword arguments in the rule's parameter order.
 
-
-def _keyword_statics(p):
-    out = []
-    for k, v in p.params.items():
-        default = isinstance(v, Const) and _same(v.value, p.rule.defaults.get(k, ...))
-        if k in p.rule.defaults and not default:
-            out.append(ast.keyword(k, atom(v)))
-    return out
+    Parameters without a default are positional; optional ones are passed
+    by keyword, and only when they differ from the default.
+    """
+    values = dict(zip(p.rule.operands, operands))
+    positional, keywords = [], []
+    for k in p.rule.params:
+        if k in values:
+            value = values[k]
+        elif k in p.params:
+            value = atom(p.params[k])
+        else:
+            continue
+        if k not in p.rule.defaults:
+            positional.append(value)
+        elif not (isinstance(p.params.get(k), Const)
+                  and _same(p.params[k].value, p.rule.defaults[k])):
+            keywords.append(ast.keyword(k, value))
+    if len(operands) > len(values):        # calls to functions without a rule
+        positional += operands[len(values):]
+    return positional, keywords
 
 
 def _same(a, b):

@@ -188,12 +188,19 @@ class ReverseWriter:
                     self._sequence(s, arg, param, env)
                 elif self.act.is_active(arg):
                     if s.rule.name == "getitem":
-                        self.adj.add_at(arg.name, codegen.atom(s.params["index"]), env["g"])
+                        index = s.params["index"]
+                        self.adj.add_at(arg.name, codegen.atom(index), env["g"],
+                                        scatter=self._index_array(index))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
                         self.adj.add(arg.name, instantiate(template, env))
         if target in self.carried:
             self.adj.drop(target)
+
+    def _index_array(self, index):
+        """Whether an index may hold an integer array (so positions can repeat)."""
+        parts = index.items if isinstance(index, Tup) else (index,)
+        return any(isinstance(p, Var) and self.ranks.get(p.name) != 0 for p in parts)
 
     def _reduction(self, s, arg, target):
         """How a broadcasting operand's cotangent returns to its shape."""

@@ -4,11 +4,17 @@ JSON has its fields; a missing peer is a skipped column and a wrong
 gradient is flagged, never timed silently.  No peer (JAX, PyTorch,
 autograd) is needed."""
 import json
+import pathlib
+import sys
 
 import numpy as np
 import pytest
 
-from benchmarks import core, rosen_loop, runner
+ROOT = str(pathlib.Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:            # benchmarks/ is not installed; plain `pytest` too
+    sys.path.insert(0, ROOT)
+
+from benchmarks import core, rosen_loop, runner  # noqa: E402
 
 QUIET = runner.Progress(enabled=False)
 

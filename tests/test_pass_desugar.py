@@ -1,4 +1,4 @@
-"""The desugar pass: every loop a range loop, no jumps, one return.
+"""The desugar pass: every for loop a range loop, no jumps, one return.
 
 Each program of ``programs/passes.py`` is desugared (``FunctionSource``
 runs the pass) and printed with ``ast.unparse``.  The tests assert on that
@@ -105,6 +105,34 @@ def test_break_becomes_flag_and_while_loop():
         "return s")
 
 
+def test_break_in_zip_loop():
+    _, text = desugared(P.break_in_zip)
+    assert body_text(text) == (
+        "s = 0.0\n"
+        "_k = 0\n"
+        "_stop = min(len(x), len(y))\n"
+        "_step = 1\n"
+        "_brk = False\n"
+        "while not _brk and _k < _stop:\n"
+        "    _i = _k\n"
+        "    a = x[_i]\n"
+        "    b = y[_i]\n"
+        "    if a * b < 0.0:\n"
+        "        _brk = True\n"
+        "    if not _brk:\n"
+        "        s = s + a * b\n"
+        "    _k = _k + _step\n"
+        "return s")
+
+
+def test_loop_else_is_rejected_at_its_line():
+    with pytest.raises(ad.UnsupportedSyntaxError, match="else: clause") as info:
+        FunctionSource(P.loop_else)
+    with open(P.__file__) as fh:
+        line = next(i for i, t in enumerate(fh, 1) if t.rstrip().endswith("# <- loop_else"))
+    assert info.value.lineno == line
+
+
 def test_continue_becomes_flag_guarding_the_rest():
     _, text = desugared(P.with_continue)
     assert body_text(text) == (
@@ -167,7 +195,8 @@ def test_several_returns_in_a_loop_are_told_apart():
 # -- invariants over every program --------------------------------------------------
 
 PROGRAMS = [P.over_array, P.over_expression, P.over_zip, P.over_enumerate, P.with_break,
-            P.with_continue, P.early_return, P.return_in_loop, P.two_returns_in_loop]
+            P.break_in_zip, P.with_continue, P.early_return, P.return_in_loop,
+            P.two_returns_in_loop]
 
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
@@ -212,6 +241,7 @@ VALUES = [
     (P.with_break, (np.array([0.5, 0.7, 1.5, 0.2]),)),
     (P.with_break, (np.array([0.5, 0.7]),)),
     (P.with_continue, (np.array([0.5, -0.7, 1.5, -0.2]),)),
+    (P.break_in_zip, (np.array([0.5, 0.7, -1.5, 0.2]), np.array([1.0, 2.0, 3.0]))),
     (P.early_return, (np.array([0.5, 1.5]), 2.0)),
     (P.early_return, (np.array([0.5, 1.5]), -2.0)),
     (P.return_in_loop, (np.array([0.1, 0.2]),)),
@@ -235,6 +265,7 @@ GRADS = [
     (P.over_enumerate, np.array([0.5, -1.5, 2.0]), lambda x: np.arange(3.0)),
     (P.with_break, np.array([0.5, 0.7, 1.5, 0.2]), lambda x: np.array([1.0, 1.4, 0.0, 0.0])),
     (P.with_continue, np.array([0.5, -0.7, 1.5]), lambda x: np.array([1.0, 0.0, 3.0])),
+    (P.break_in_zip, np.array([0.5, -0.7, 1.5]), lambda x: np.array([1.0, 0.0, 0.0])),
     (P.return_in_loop, np.array([0.5, 1.0, 3.0]), lambda x: np.array([2.0, 4.0, 0.0])),
     (P.two_returns_in_loop, np.array([0.5, -0.3, 2.0]), lambda x: np.array([1.0, -1.0, 0.0])),
     (P.two_returns_in_loop, np.array([0.5, 1.3, 2.0]), lambda x: 4 * x),
@@ -243,7 +274,7 @@ GRADS = [
 
 @pytest.mark.parametrize("fn, x, want", GRADS, ids=lambda v: getattr(v, "__name__", ""))
 def test_desugared_loops_differentiate(fn, x, want):
-    args = (x, np.array([1.0, 2.0])) if fn is P.over_zip else (x,)
+    args = (x, np.array([1.0, 2.0])) if fn in (P.over_zip, P.break_in_zip) else (x,)
     got = ad.grad(fn)(*args)
     np.testing.assert_allclose(got, want(x), rtol=1e-12)
     np.testing.assert_allclose(got, P.fd_grad(fn, args), rtol=1e-7, atol=1e-9)

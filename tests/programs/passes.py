@@ -196,6 +196,24 @@ def two_returns_in_loop(x):
     return s
 
 
+def loop_else(x):
+    s = 0.0
+    for v in x:  # <- loop_else
+        s = s + v
+    else:  # noqa: PLW0120
+        s = s * 2.0
+    return s
+
+
+def break_in_zip(x, y):
+    s = 0.0
+    for a, b in zip(x, y):
+        if a * b < 0.0:
+            break
+        s = s + a * b
+    return s
+
+
 # -- anf: A-normal form ------------------------------------------------------------
 
 
