@@ -15,7 +15,6 @@ from . import (  # noqa: F401
     _nb_shapes,
 )
 from .control import range_last, snapshot
-from .scatter import index_add
 from .elementwise import clip
 from .linalg import (
     dot,
@@ -30,6 +29,7 @@ from .linalg import (
 )
 from .plumbing import like, reshape_like, unbroadcast, zeros_like
 from .reductions import amax, amin, mean, mean_grad, minmax_grad, prod, prod_grad, sum, sum_grad
+from .scatter import index_add
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic

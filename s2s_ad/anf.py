@@ -386,6 +386,8 @@ class Lowerer:
             return Const(obj.item() if isinstance(obj, np.generic) else obj)
         if isinstance(obj, tuple) and all(isinstance(v, numbers.Number) for v in obj):
             return Const(obj)
+        if isinstance(obj, (tuple, list)):      # a pytree constant: its leaves, statically
+            return Tup(tuple(self.constant(f"{name}_{i}", v, node) for i, v in enumerate(obj)))
         if isinstance(obj, np.ndarray):
             return Var(self.bind_const(name, obj))
         return Const(obj)   # modules, functions, dtypes: only usable as callees/options

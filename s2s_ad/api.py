@@ -75,7 +75,7 @@ class Transformed:
 
     def __call__(self, *args):
         if self._nargs is not None and len(args) != self._nargs:
-            _check_arity(self.fun, args)
+            args = _check_arity(self.fun, args)
         if self.kind == "primal":
             entry, leaves, _ = self.entry(args)
             return entry(*leaves)
@@ -175,10 +175,17 @@ def _arg_count(fun):
 
 
 def _check_arity(fun, args):
+    """``args`` completed with the parameters' default values, or a TypeError."""
     n = _arg_count(fun)
-    if n is not None and len(args) != n:
-        raise TypeError(f"{fun.__qualname__}() takes {n} positional arguments but "
-                        f"{len(args)} were given")
+    defaults = getattr(fun, "__defaults__", None) or ()
+    if n is None or len(args) == n:
+        return args
+    if n - len(defaults) <= len(args) < n:
+        return tuple(args) + tuple(defaults[len(args) - n:])
+    least = n - len(defaults)
+    takes = f"{n}" if least == n else f"from {least} to {n}"
+    raise TypeError(f"{fun.__qualname__}() takes {takes} positional argument"
+                    f"{'s' if n != 1 else ''} but {len(args)} were given")
 
 
 def _check_differentiable(fun, args, argnums):
@@ -232,7 +239,7 @@ def _grad(fun, argnums, has_aux, kind):
 def vjp(fun, *primals, has_aux=False):
     """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
     f, target, options = _plain(fun)
-    _check_arity(f, primals)
+    primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals)
                     if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)

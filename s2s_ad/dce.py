@@ -37,18 +37,19 @@ def defs(s):
     return set(s.targets)
 
 
-def keep(body, live, extra_defs=None):
+def keep(body, live, extra_defs=None, loops=()):
     """Ids of the statements of ``body`` that ``live`` needs.
 
     ``extra_defs`` maps a statement's id to further names it defines (the
-    residuals a split helper call returns).
+    residuals a split helper call returns); ``loops`` are ids of loops that
+    must run whatever they compute (the adjoint counts their trips).
     """
     kept = set()
-    _keep(body, set(live), kept, extra_defs or {})
+    _keep(body, set(live), kept, extra_defs or {}, set(loops))
     return kept
 
 
-def _keep(body, live, kept, extra):
+def _keep(body, live, kept, extra, loops=frozenset()):
     """Mark what ``body`` must run for ``live``; returns the names live before it."""
     for s in reversed(body):
         if isinstance(s, Return):
@@ -59,21 +60,23 @@ def _keep(body, live, kept, extra):
                 kept.add(id(s))
                 live |= reads(s)
         elif isinstance(s, If):
-            live_in = (_keep(s.body, set(live), kept, extra)
-                       | _keep(s.orelse, set(live), kept, extra))
+            live_in = (_keep(s.body, set(live), kept, extra, loops)
+                       | _keep(s.orelse, set(live), kept, extra, loops))
             if _any_kept(s.body, kept) or _any_kept(s.orelse, kept):
                 kept.add(id(s))
                 live |= live_in | set(leaves([s.cond]))
         elif isinstance(s, (For, While)):
             inner = set(live)
-            while True:       # until the names live around the back edge settle
-                live_in = _keep(s.body, set(inner), kept, extra)
+            # A while loop's condition is live only if the loop is needed.
+            needed = id(s) in loops or _needs(s.body, inner, extra)
+            while needed:     # until the names live around the back edge settle
+                live_in = _keep(s.body, set(inner), kept, extra, loops)
                 if isinstance(s, While):
-                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept, extra)
+                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept, extra, loops)
                 if live_in <= inner:
                     break
                 inner |= live_in
-            if _any_kept(s.body, kept):
+            if needed and (_any_kept(s.body, kept) or id(s) in loops):
                 kept.add(id(s))
                 live |= inner
                 if isinstance(s, For):
@@ -81,6 +84,13 @@ def _keep(body, live, kept, extra):
         else:
             raise TypeError(s)
     return live
+
+
+def _needs(body, live, extra):
+    """Whether anything in a loop body is needed for ``live`` (a dry run)."""
+    trial = set()
+    _keep(body, set(live), trial, extra)
+    return bool(trial)
 
 
 def _any_kept(body, kept):

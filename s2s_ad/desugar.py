@@ -67,22 +67,28 @@ class Desugar:
         self.done = self.fresh("_done") if any(
             _contains_return_in_loop(s) for s in body) else None
         self.which = None
+        # Flag initialisations are located at the first loop that returns.
+        self.flag_site = next((n for n in gast.walk(fn) if isinstance(n, (gast.For, gast.While))
+                               and _contains(n, gast.Return)), None)
         body = self.block(body, [])
         if len(body) == 1 and isinstance(body[0], gast.Return) or not _contains(
                 gast.Module(body[:-1], []), gast.Return) and isinstance(body[-1], gast.Return):
             fn.body = self._prologue() + body
             return fn
         ret = self.fresh("_ret")
-        fn.body = self._prologue() + _assign_tails(body, ret) + [gast.Return(_name(ret))]
+        final = gast.copy_location(gast.Return(_name(ret)), _last_return(fn))
+        fn.body = self._prologue() + _assign_tails(body, ret) + [final]
         return fn
 
     def _prologue(self):
+        """Flag initialisations."""
         out = []
         if self.done:
             out.append(_assign(self.done, gast.Constant(False, None)))
         if self.which:
             out.append(_assign(self.which, gast.Constant(0, None)))
-        return out
+        where = self.flag_site
+        return [gast.copy_location(x, where) for x in out] if where is not None else out
 
     # A block is rewritten left to right; after a statement that may set a
     # flag in ``flags``, the rest of the block runs under ``if not flag``.
@@ -247,7 +253,7 @@ class Desugar:
         if isinstance(expr, gast.Name):
             return expr, []
         name = self.fresh("_seq")
-        return _name(name), [_assign(name, expr)]
+        return _name(name), [gast.copy_location(_assign(name, expr), expr)]
 
 
 def _subscript(value, index):
@@ -267,6 +273,11 @@ def _in_range(k, stop, step, step_expr):
     down = gast.BoolOp(gast.And(), [negative,
                                     gast.Compare(_name(k.id), [gast.Gt()], [_name(stop.id)])])
     return gast.BoolOp(gast.Or(), [up, down])
+
+
+def _last_return(fn):
+    returns = [n for n in gast.walk(fn) if isinstance(n, gast.Return)]
+    return max(returns, key=lambda n: getattr(n, "lineno", 0)) if returns else fn.body[-1]
 
 
 def _contains_return_in_loop(node):

@@ -116,7 +116,8 @@ class ReverseWriter:
             if stack in self.used:
                 fwd.node(assign(stack, ast.List([], ast.Load())))
         body = [s for s in self.fn.body if not isinstance(s, Return)]
-        self.kept = keep(body, self._reads | set(live_out), self._call_defs())
+        self.kept = keep(body, self._reads | set(live_out), self._call_defs(),
+                         [k for k in self.counters if k in self._reversed_loops])
         codegen.block(fwd, body, self.module.fn_names, _ForwardHooks(self, self.kept))
         return fwd, back, ret
 
@@ -153,6 +154,7 @@ class ReverseWriter:
                 self.adj.add(var, expr)
         self.recomputed = set()
         self.split_calls = {}
+        self._reversed_loops = set()
         self.rev_block(self.fn.body, in_loop=False)
         ret = returns(self.adj)
         if self.split:       # what the bwd function can recompute is not a residual
@@ -310,6 +312,7 @@ class ReverseWriter:
             self.w.line(f"for {s.index} in {ast.unparse(rng)}:", rng)
         else:
             counter = self.counters.setdefault(id(s), self.names.fresh("_trips"))
+            self._reversed_loops.add(id(s))
             self.w.line(f"for _ in range({counter}):", codegen.name(counter))
         self._nested(s.body, True, carried=s.carried, loop=s)
         for h in s.carried:

@@ -149,9 +149,6 @@ def test_argnums_int_tuple_negative():
     close(ad.grad(A.three, argnums=-3)(a, b, c), fd_grad(A.three, (a, b, c), 0), rtol=1e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a parameter with a default value cannot be left "
-                   "out: the transforms count it as required (`with_default() takes 2 positional "
-                   "arguments but 1 were given`), where JAX and the plain function accept it")
 def test_default_argument_may_be_left_out():
     close(ad.grad(A.with_default)(X), 4.0 * X)
 

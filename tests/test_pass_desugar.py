@@ -211,18 +211,9 @@ def test_invariants(fn):
     assert returns == [node.body[-1]]
 
 
-_MISSING_LINE = pytest.mark.xfail(
-    strict=True, reason="bug: statements desugar creates at the top level of the function "
-    "(`_seq = <iterable>` hoisted before a loop, `_done = False`, the final `return _ret`) get "
-    "no line, so their IR and generated comments point at the `def` line instead of the "
-    "user's statement")
-
-
 @pytest.mark.parametrize("fn", [
-    P.over_array, P.with_break, P.with_continue,
-    pytest.param(P.over_expression, marks=_MISSING_LINE),
-    pytest.param(P.early_return, marks=_MISSING_LINE),
-    pytest.param(P.return_in_loop, marks=_MISSING_LINE)], ids=lambda f: f.__name__)
+    P.over_array, P.with_break, P.with_continue, P.over_expression, P.early_return,
+    P.return_in_loop], ids=lambda f: f.__name__)
 def test_created_statements_carry_a_users_line(fn):
     node = FunctionSource(fn).node
     first = node.lineno

@@ -135,18 +135,13 @@ def test_module_constants_array_bound_scalars_inlined():
     assert 1.5 in {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
 
 
-_CONSTANT_PYTREES = ("bug: a module constant that is a tuple of arrays or a list is not "
-                     "supported: codegen raises `TypeError: cannot print the constant ...` "
-                     "(anf.constant makes it a Const instead of binding its leaves)")
 
 
 @pytest.mark.parametrize("fn, want", [
     (P.nested_constant, np.full(3, 2.0)),
     (P.numpy_scalar_constant, np.full(3, 2.5)),
-    pytest.param(P.tuple_of_arrays_constant, P.ARRAYS[0],
-                 marks=pytest.mark.xfail(strict=True, reason=_CONSTANT_PYTREES)),
-    pytest.param(P.list_constant, np.full(3, 2.0),
-                 marks=pytest.mark.xfail(strict=True, reason=_CONSTANT_PYTREES)),
+    (P.tuple_of_arrays_constant, P.ARRAYS[0]),
+    (P.list_constant, np.full(3, 2.0)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_constant_kinds(fn, want):
     np.testing.assert_allclose(ad.grad(fn)(X), want, rtol=1e-12)

@@ -98,10 +98,7 @@ def test_each_adjoint_block_follows_its_comment(commented_source):
 
 @pytest.mark.parametrize("fn, args", [
     (P.commented, (X, W)), (P.two_calls, (X,)), (P.counted, (X,)), (P.with_break, (X,)),
-    pytest.param(P.over_expression, (np.ones((3, 2)),), marks=pytest.mark.xfail(
-        strict=True, reason="bug: the statement desugar hoists before a loop "
-        "(`_seq = m * 2.0`) has no line, so its comments read `# def over_expression(m):` "
-        "(see test_pass_desugar::test_created_statements_carry_a_users_line)")),
+    (P.over_expression, (np.ones((3, 2)),)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_comments_point_into_the_body(fn, args):
     first = fn.__code__.co_firstlineno
@@ -180,9 +177,6 @@ def test_value_and_grad_keeps_what_the_value_needs():
     np.testing.assert_allclose(grad, np.cos(X) - X * np.sin(X), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: dce keeps a while loop whose results the "
-                   "adjoint does not need (its condition is always treated as live), so "
-                   "grad runs a primal loop that only the value reads")
 def test_grad_drops_a_while_loop_only_the_value_reads():
     source = ad.source(ad.grad(P.value_only_while), X)
     assert not any(isinstance(n, ast.While) for n in ast.walk(ast.parse(source)))

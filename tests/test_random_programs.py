@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
 import s2s_ad as ad
@@ -263,6 +263,7 @@ def _check(folder, body, sample, target):
     assume(outs is not None)
     for kind in sorted(features(body)):
         event(kind)
+    note(render(body))
     module = load(folder, body)
     np.testing.assert_allclose(module.f(x, a), outs[0], rtol=1e-12)
     check_grad(module.f, (x, a), (0, 1), target=target)
