@@ -17,7 +17,7 @@ SIZES = {"full": 1_000, "tiny": 20}
 
 
 def newton_sqrt(a):
-    x = a if a > 1.0 else 1.0
+    x = a if a > 1.0 else 1.0  # noqa: FURB136 (a branch, as users write it)
     while abs(x * x - a) > 1e-12 * a:
         x = 0.5 * (x + a / x)
     return x

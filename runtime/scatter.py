@@ -18,6 +18,12 @@ def index_add(b, index, g):
 
 @overload(index_add)
 def _index_add(b, index, g):
+    if isinstance(index, (types.Integer, types.SliceType)) or (
+            isinstance(index, types.BaseTuple)
+            and all(isinstance(t, (types.Integer, types.SliceType)) for t in index)):
+        def basic(b, index, g):     # no index array: no repeated positions
+            b[index] += g
+        return basic
     if not (isinstance(index, types.Array) and index.ndim == 1
             and isinstance(index.dtype, types.Integer)):
         raise TypingError("s2s_ad: under ad.jit, differentiating x[idx] with an index array "

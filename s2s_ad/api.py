@@ -68,7 +68,7 @@ class Transformed:
         st = self._built.get((trees, ranks := tuple(map(pytree.rank, leaves))))
         if st is None:
             st = self.state(trees, ranks)
-        if st.alternative is not None and not st.execution:
+        if st.alternative is not None and not st.execution and self.kind != "vjp":
             _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs
@@ -243,7 +243,8 @@ def vjp(fun, *primals, has_aux=False):
     argnums = tuple(i for i, p in enumerate(primals)
                     if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
-    entry, leaves, treedefs = t.entry(primals)
+    _, leaves, treedefs = t.entry(primals)
+    st = t._last
     out = _run_primal(f, target, options, primals)
     value = out[0] if has_aux else out
     value_leaves, value_def = pytree.flatten(value)
@@ -257,7 +258,9 @@ def vjp(fun, *primals, has_aux=False):
             if np.shape(c) != np.shape(v):
                 raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
                                  f"leaf has shape {np.shape(v)}")
-        _, grads = entry(*leaves, *ct_leaves)
+        if st.alternative is not None and not st.execution:
+            _choose_execution(st, [*leaves, *ct_leaves])
+        _, grads = st.function(*leaves, *ct_leaves)
         by_arg = dict(zip(argnums, grads))
         return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
                      else _zeros_like_tree(p) for i, p in enumerate(primals))

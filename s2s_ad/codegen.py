@@ -60,6 +60,8 @@ def prim_expr(p):
     rule = p.rule
     args = [atom(a) for a in p.args]
     op = _OPERATOR_OF.get(rule.name)
+    if op is ast.MatMult:
+        op = None       # rt.matmul: Numba's @ rejects mixed dtypes and non-contiguous operands
     if op is not None:
         if issubclass(op, _UNARY):
             return ast.UnaryOp(op(), args[0])

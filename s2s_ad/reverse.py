@@ -62,7 +62,7 @@ class ReverseWriter:
         codegen.def_line(out, fname, self.fn.params + cot_params)
         out.indent = 1
         out.lines.extend(fwd.lines)
-        ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0])
+        ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
         out.lines.extend(back.lines)
         out.node(ret)
         out.blank()
@@ -483,16 +483,24 @@ class ReverseWriter:
                 root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
         return {root.get(n, n) for n in reads}
 
-    def _capture_mutated_outputs(self, out, value):
-        """``value`` with returned arrays that the adjoint sweep restores copied first."""
+    def _capture_mutated_outputs(self, out, value, back=None):
+        """``value`` with the names the adjoint sweep changes captured first.
+
+        The adjoint sweep pops earlier values back into loop variables and
+        restores overwritten array elements; a returned value must be taken
+        before that (a copy, for an array restored in place).
+        """
         restored = {s.args[0].name for s in walk(self.fn.body)
                     if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        rebound = _stores(back.nodes) if back is not None else set()
         renames = {}
-        for name in _names_in(value):
-            if name in restored:
+        for name in sorted(_names_in(value)):
+            if name in restored or name in rebound:
                 renames[name] = self._local(("value", name), f"{name}_value")
+                copy_ = call("rt.snapshot", codegen.name(name)) if name in restored else \
+                    codegen.name(name)
                 out.indent = 1
-                out.node(assign(renames[name], call("rt.snapshot", codegen.name(name))))
+                out.node(assign(renames[name], copy_))
         if renames:
             value = Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
         return value
@@ -583,6 +591,11 @@ def _targets(s):
     if isinstance(s, Prim) and s.rule.mutates:
         return []
     return list(getattr(s, "targets", ()))
+
+
+def _stores(nodes):
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _reads(nodes):

@@ -14,7 +14,7 @@ ROOT = str(pathlib.Path(__file__).resolve().parents[1])
 if ROOT not in sys.path:            # benchmarks/ is not installed; plain `pytest` too
     sys.path.insert(0, ROOT)
 
-from benchmarks import core, rosen_loop, runner  # noqa: E402
+from benchmarks import core, rosen_loop, runner
 
 QUIET = runner.Progress(enabled=False)
 

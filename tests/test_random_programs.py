@@ -53,7 +53,7 @@ def exprs(draw, indices, depth=2):
         st.tuples(st.just("buf"), idx),
         st.tuples(st.just("const"), st.sampled_from(CONSTS)),
     )
-    if depth == 0 or draw(st.integers(0, 2)) == 0:
+    if depth == 0 or draw(st.booleans()):
         return draw(leaves)
     kind = draw(st.sampled_from(["sin", "tanh", "exp", "+", "-", "*", "*", "scale"]))
     if kind in ("sin", "tanh", "exp"):
@@ -65,15 +65,16 @@ def exprs(draw, indices, depth=2):
 
 @st.composite
 def blocks(draw, indices=(), in_loop=False, depth=2, counter=None):
-    """A list of 1 to 3 statements."""
-    counter = counter if counter is not None else [0]
+    """A list of statements: 2 to 4 at the top, 1 to 3 nested."""
+    top = counter is None
+    counter = [0] if top else counter
     out = []
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(st.integers(2, 4) if top else st.integers(1, 3))):
         kinds = ["assign", "assign", "aug", "carry", "write"]
         if in_loop:
             kinds += ["carry", "carry"]
         if depth > 0:
-            kinds += ["if", "for", "for", "while"]
+            kinds += ["if", "for", "for", "for", "while"]
         if in_loop:
             kinds += ["break"]
         kind = draw(st.sampled_from(kinds))

@@ -12,6 +12,7 @@ def grad_inplace_recurrence(a, u):
     t9_stack = []
     t11_stack = []
     x_saved = []
+    x_saved_1 = []
     # x = np.zeros(u.shape[0])  [line 31]
     _t1 = np.shape(u)
     _t2 = _t1[0]
@@ -30,7 +31,7 @@ def grad_inplace_recurrence(a, u):
         _t9 = a * _t8
         _t10 = u[i]
         _t11 = _t9 + _t10
-        x_saved.append(rt.snapshot(x[i]))
+        x_saved_1.append(rt.snapshot(x[i]))
         x[i] = _t11
         t8_stack.append(_t8)
         t9_stack.append(_t9)
@@ -56,7 +57,7 @@ def grad_inplace_recurrence(a, u):
         bt11 = rt.unbroadcast(rt.snapshot(bx[i]), _t11)
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
-        x[i] = x_saved.pop()
+        x[i] = x_saved_1.pop()
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt9 = rt.unbroadcast(bt11, _t9)
         bt10 = rt.unbroadcast(bt11, _t10)
