@@ -11,7 +11,9 @@ from pathlib import Path
 
 def main(argv=None):
     """Run ``python -m benchmarks`` with ``argv``; returns its exit status."""
-    root = Path(__file__).resolve().parents[1]
+    # A source checkout: beside this package, or the folder the command runs in.
+    roots = [Path(__file__).resolve().parents[1], Path.cwd()]
+    root = next((r for r in roots if (r / "benchmarks" / "runner.py").is_file()), roots[0])
     if not (root / "benchmarks" / "runner.py").is_file():
         print("s2s-ad bench: the benchmark suite is not installed with s2s_ad; run it from a "
               "source checkout: python -m benchmarks --help", file=sys.stderr)

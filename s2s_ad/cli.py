@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 
 import s2s_ad as ad
+from s2s_ad import bench
 
 MODES = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap")
 ARGNUMS_MODES = ("grad", "value_and_grad", "vjp", "jacfwd", "jacrev", "hessian")
@@ -59,6 +60,10 @@ def build_parser():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {ad.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser(
+        "bench", add_help=False,
+        help="run the benchmark suite against hand-written Numba, JAX, PyTorch and "
+             "autograd (s2s-ad bench --help)")
     show = commands.add_parser(
         "show", help="print the generated source of a transformed function",
         description=_SHOW_HELP, epilog=_EPILOG,
@@ -88,6 +93,9 @@ def build_parser():
 
 def main(argv=None):
     """Run the command line; returns the exit status."""
+    status = bench.dispatch(argv)      # `bench` hands its options to the suite
+    if status is not None:
+        return status
     args = build_parser().parse_args(argv)
     try:
         text = show(args)

@@ -302,7 +302,7 @@ def test_debug_prints_the_traceback(capsys):
 # -- usage errors: argparse, status 2 -----------------------------------------
 
 @pytest.mark.parametrize("argv", [
-    [], ["bench"], ["show"], ["show", f"{DEMO}:loss", "--mode", "hess"],
+    [], ["frobnicate"], ["show"], ["show", f"{DEMO}:loss", "--mode", "hess"],
     ["show", f"{DEMO}:loss", "--target", "gpu"], ["show", f"{DEMO}:loss", "--bogus"],
 ], ids=["no-command", "unknown-command", "no-spec", "bad-mode", "bad-target", "bad-option"])
 def test_usage_errors_exit_2(capsys, argv):
@@ -310,6 +310,14 @@ def test_usage_errors_exit_2(capsys, argv):
         main(argv)
     assert info.value.code == 2
     assert "usage: s2s-ad" in capsys.readouterr().err
+
+
+def test_bench_hands_its_options_to_the_suite(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: s2s-ad bench" in out and "--quick" in out
 
 
 def test_help_documents_everything(capsys):
