@@ -8,6 +8,6 @@ for _k, _v in (("OMP_WAIT_POLICY", "PASSIVE"), ("OMP_NUM_THREADS", "1"),
                ("OPENBLAS_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1")):
     os.environ.setdefault(_k, _v)
 
-from .runner import main
+from .runner import main  # noqa: E402  (after the thread settings above)
 
 sys.exit(main())
