@@ -87,22 +87,29 @@ def _call_args(p, operands):
     Parameters without a default are positional; optional ones are passed
     by keyword, and only when they differ from the default.
     """
-    values = dict(zip(p.rule.operands, operands))
+    given = dict(zip(p.rule.operands, p.args))
+    printed = dict(zip(p.rule.operands, operands))
     positional, keywords = [], []
+    skipped = False       # after a left-out argument the rest go by keyword
     for k in p.rule.params:
-        if k in values:
-            value = values[k]
+        if k in given:
+            value, expr = given[k], printed[k]
         elif k in p.params:
-            value = atom(p.params[k])
+            value = p.params[k]
+            expr = atom(value)
         else:
+            skipped = True
             continue
-        if k not in p.rule.defaults:
-            positional.append(value)
-        elif not (isinstance(p.params.get(k), Const)
-                  and _same(p.params[k].value, p.rule.defaults[k])):
-            keywords.append(ast.keyword(k, value))
-    if len(operands) > len(values):        # calls to functions without a rule
-        positional += operands[len(values):]
+        if k in p.rule.defaults and isinstance(value, Const) and _same(
+                value.value, p.rule.defaults[k]):
+            skipped = True
+        elif k not in p.rule.defaults or (k in given and not skipped):
+            positional.append(expr)
+        else:
+            skipped = True
+            keywords.append(ast.keyword(k, expr))
+    if len(operands) > len(given):        # calls to functions without a rule
+        positional += operands[len(given):]
     return positional, keywords
 
 
