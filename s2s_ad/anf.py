@@ -96,6 +96,8 @@ class Lowerer:
         self.env = {}
         self.consts = {}
         self.body = []
+        self.loops = 0            # loops around the statement being lowered
+        self.cse = {}             # id(block) -> {primitive key: its value}
         self.node = src.node
         self.param_trees = []
         self.params = []
@@ -189,6 +191,7 @@ class Lowerer:
         return storage
 
     def emit_setitem(self, storage, index, value):
+        self.cse.clear()           # an element write may change what reads see
         self.body.append(Prim([], rules.RULES["setitem"], [storage, value], {"index": index},
                               self.src.loc(self.node)))
 
@@ -302,7 +305,9 @@ class Lowerer:
         headers = self.enter_loop(node, node.body)
         index = Var(self.names.user(node.target.id))
         self.env[node.target.id] = index
+        self.loops += 1
         body = self.block(node.body)
+        self.loops -= 1
         carried = self.exit_loop(node, headers, body)
         self.env[node.target.id] = index
         self.body.append(For(index.name, start, stop, step, body, self.src.loc(node), carried))
@@ -312,7 +317,9 @@ class Lowerer:
         saved, self.body = self.body, []
         cond = self.expr(node.test)
         test, self.body = self.body, saved
+        self.loops += 1
         body = self.block(node.body)
+        self.loops -= 1
         carried = self.exit_loop(node, headers, body)
         self.body.append(While(test, cond, body, self.src.loc(node), carried))
 
@@ -349,7 +356,8 @@ class Lowerer:
         last = self.body[-1] if self.body else None
         if (isinstance(value, Var) and value.name.startswith("_t")
                 and isinstance(last, (Prim, Call))
-                and last.targets == [value.name]):
+                and last.targets == [value.name]
+                and not any(value in _leaves(v) for v in self.env.values())):
             value = Var(self.names.user(name))
             last.targets = [value.name]
         self.env[name] = value
@@ -529,9 +537,17 @@ class Lowerer:
         return self.emit(rule, operands, params, node)
 
     def emit(self, rule, operands, params, node=None):
+        # The same pure primitive on the same atoms earlier in this block is
+        # reused (x[i] read twice is one value, so its adjoint is one update).
+        key = _cse_key(rule, operands, params)
+        table = self.cse.setdefault(id(self.body), {})
+        if key is not None and key in table:
+            return table[key]
         target = self.names.temp()
         loc = self.src.loc(node or self.node)
         self.body.append(Prim([target], rule, list(operands), params, loc))
+        if key is not None:
+            table[key] = Var(target)
         return Var(target)
 
     def call_user(self, fn, args, kwargs, node):
@@ -549,11 +565,39 @@ class Lowerer:
                     raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
                 bound[p] = self.constant(p, defaults[i - first_default], node)
         values = [bound[p] for p in src_params]
+        if self.loops and _has_loops(self.program.source(fn)):
+            return self.inline(fn, values, node)
         callee = self.program.lower(fn, [tree_of(v) for v in values], node, self.src)
         leaves = [leaf for v in values for leaf in _leaves(v)]
         out = self._fresh_like(callee.out_tree)
         self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))
         return out
+
+    def inline(self, fn, values, node):
+        """Lower a call's body into this function; returns the call's value.
+
+        Used for a user function that loops, called inside a loop: lowered
+        in place, its loops share this function's tape, so the adjoint does
+        not allocate a stack per call (a separate fwd/bwd pair would).
+        """
+        if fn in self.program._active:
+            raise self.error(node, f"recursive call to '{fn.__name__}' is not supported; "
+                             "write the recursion as a loop")
+        src = self.program.source(fn)
+        child = Lowerer.__new__(Lowerer)
+        child.src, child.program, child.names = src, self.program, self.names
+        child.consts, child.body, child.loops = self.consts, self.body, self.loops
+        child.cse = self.cse
+        child.env = dict(zip(src.param_names, values))
+        self.program._active.append(fn)
+        try:
+            for stmt in src.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+        finally:
+            self.program._active.pop()
+        ret = child.body.pop()
+        return ret.value
 
     def _fresh_like_temp(self, value):
         if isinstance(value, Tup):
@@ -564,6 +608,22 @@ class Lowerer:
         if isinstance(tree, Tup):
             return Tup(tuple(self._fresh_like(t) for t in tree.items))
         return Var(self.names.temp())
+
+
+def _cse_key(rule, operands, params):
+    """A hashable key for a pure primitive, or None when it must not be shared."""
+    if rule.mutates or rule.unknown or rule.name == "copy":
+        return None
+    try:
+        key = (rule.name, tuple(operands), tuple(sorted(params.items())))
+        hash(key)
+    except TypeError:      # e.g. a slice constant (unhashable before Python 3.12)
+        return None
+    return key
+
+
+def _has_loops(src):
+    return any(isinstance(n, (gast.For, gast.While)) for n in gast.walk(src.node))
 
 
 def _stored_names(stmts):

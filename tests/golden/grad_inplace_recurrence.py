@@ -9,8 +9,6 @@ from s2s_ad import runtime as rt
 
 def grad_inplace_recurrence(a, u):
     t8_stack = []
-    t9_stack = []
-    t11_stack = []
     x_saved = []
     x_saved_1 = []
     # x = np.zeros(u.shape[0])  [line 31]
@@ -34,8 +32,6 @@ def grad_inplace_recurrence(a, u):
         x_saved_1.append(rt.snapshot(x[i]))
         x[i] = _t11
         t8_stack.append(_t8)
-        t9_stack.append(_t9)
-        t11_stack.append(_t11)
     # return np.sum(x * x)  [line 35]
     _t12 = x * x
     bt13 = 1.0
@@ -48,25 +44,22 @@ def grad_inplace_recurrence(a, u):
     # adjoint of: for i in range(1, u.shape[0]):  [line 33]
     for i in range(_t6 - 1, 0, -1):
         _t8 = t8_stack.pop()
-        _t9 = t9_stack.pop()
-        _t11 = t11_stack.pop()
         # recomputed, not stored
         _t7 = i - 1
-        _t10 = u[i]
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
-        bt11 = rt.unbroadcast(rt.snapshot(bx[i]), _t11)
+        bt11 = bx[i]
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
         x[i] = x_saved_1.pop()
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
-        bt9 = rt.unbroadcast(bt11, _t9)
-        bt10 = rt.unbroadcast(bt11, _t10)
+        bt9 = bt11
+        bt10 = bt11
         bu[i] += bt10
-        ba = ba + rt.unbroadcast(bt9 * _t8, a)
-        bt8 = rt.unbroadcast(bt9 * a, _t8)
+        ba = ba + bt9 * _t8
+        bt8 = bt9 * a
         bx[_t7] += bt8
     # adjoint of: x[0] = u[0]  [line 32]
-    bt4 = rt.unbroadcast(rt.snapshot(bx[0]), _t4)
+    bt4 = bx[0]
     bx[0] = 0.0
     # restore: x[0] = u[0]  [line 32]
     x[0] = x_saved.pop()
