@@ -356,11 +356,21 @@ class Lowerer:
         last = self.body[-1] if self.body else None
         if (isinstance(value, Var) and value.name.startswith("_t")
                 and isinstance(last, (Prim, Call))
-                and last.targets == [value.name]
-                and not any(value in _leaves(v) for v in self.env.values())):
-            value = Var(self.names.user(name))
-            last.targets = [value.name]
+                and last.targets == [value.name]):
+            renamed = Var(self.names.user(name))
+            last.targets = [renamed.name]
+            self._rename(value, renamed)
+            value = renamed
         self.env[name] = value
+
+    def _rename(self, old, new):
+        """Point every reference the lowering still holds at the new name."""
+        for key, v in self.env.items():
+            self.env[key] = _replace(v, old, new)
+        for table in self.cse.values():
+            for key, v in table.items():
+                if v == old:
+                    table[key] = new
 
     # -- expressions --------------------------------------------------------
     def expr(self, node):
@@ -608,6 +618,14 @@ class Lowerer:
         if isinstance(tree, Tup):
             return Tup(tuple(self._fresh_like(t) for t in tree.items))
         return Var(self.names.temp())
+
+
+def _replace(value, old, new):
+    if value == old:
+        return new
+    if isinstance(value, Tup):
+        return Tup(tuple(_replace(v, old, new) for v in value.items))
+    return value
 
 
 def _cse_key(rule, operands, params):
