@@ -24,6 +24,7 @@ class Adjoints:
         self.w = writer
         self.vars = {}      # primal name -> [adjoint name, owned]
         self._named = named  # primal name -> adjoint name, stable across passes
+        self.stale = {}     # primal name -> its forgotten adjoint (see drop)
 
     def get(self, var):
         entry = self.vars.get(var)
@@ -40,14 +41,32 @@ class Adjoints:
 
     def drop(self, var):
         """Forget ``bx``: the next contribution starts it afresh."""
-        self.vars.pop(var, None)
+        entry = self.vars.pop(var, None)
+        if entry is not None:
+            self.stale[var] = entry[0]
 
-    def add(self, var, expr):
+    def add(self, var, expr, fresh=None):
+        """Add the contribution ``expr`` to ``bvar``.
+
+        ``fresh`` says whether ``expr`` is a new array (None: decided from
+        its form).  An owned adjoint is updated in place (``bx += c``: no
+        allocation, and its dtype stays); any adjoint ``expr`` may return
+        stops being owned, since two names now share its array.
+        """
+        sources = _sources(expr)
+        for entry in self.vars.values():
+            if entry[0] in sources:
+                entry[1] = False
+        if fresh is None:
+            fresh = not sources
         entry = self.vars.get(var)
         if entry is None:
             adj = self.name_of(var)
-            self.vars[var] = [adj, not isinstance(expr, ast.Name)]
+            self.vars[var] = [adj, fresh]
             self.w.node(assign(adj, expr))
+        elif entry[1]:
+            target = ast.Name(entry[0], ast.Store())
+            self.w.node(ast.AugAssign(target, ast.Add(), expr))
         else:
             entry[1] = True
             self.w.node(assign(entry[0], ast.BinOp(codegen.name(entry[0]), ast.Add(), expr)))
@@ -58,7 +77,10 @@ class Adjoints:
         if entry is None:
             adj = self.name_of(var)
             self.vars[var] = [adj, True]
-            self.w.node(assign(adj, call("rt.zeros_like", codegen.name(var))))
+            # A forgotten adjoint still has the primal's shape: zeroing from it
+            # keeps the primal value (and its stack) out of the adjoint sweep.
+            like = self.stale.get(var, var)
+            self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
         elif inplace and not entry[1]:
             entry[1] = True
             self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
@@ -71,6 +93,22 @@ class Adjoints:
             return
         target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
+
+
+# Helpers whose result may be their first argument (or a view of it).
+_MAY_RETURN_ARG = {"rt.unbroadcast", "rt.reshape_like", "rt.like", "rt.transpose_grad",
+                   "np.asarray", "np.ravel", "np.reshape", "np.transpose"}
+
+
+def _sources(expr):
+    """Names whose array ``expr`` may be, rather than a fresh array."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, ast.Subscript):
+        return _sources(expr.value)
+    if isinstance(expr, ast.Call) and expr.args and ast.unparse(expr.func) in _MAY_RETURN_ARG:
+        return _sources(expr.args[0])
+    return set()
 
 
 def assign(n, expr):

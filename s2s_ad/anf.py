@@ -547,8 +547,8 @@ class Lowerer:
         return self.emit(rule, operands, params, node)
 
     def emit(self, rule, operands, params, node=None):
-        # The same pure primitive on the same atoms earlier in this block is
-        # reused (x[i] read twice is one value, so its adjoint is one update).
+        # The same read earlier in this block is reused (x[i] read twice is
+        # one value, so its adjoint is one update).
         key = _cse_key(rule, operands, params)
         table = self.cse.setdefault(id(self.body), {})
         if key is not None and key in table:
@@ -629,8 +629,14 @@ def _replace(value, old, new):
 
 
 def _cse_key(rule, operands, params):
-    """A hashable key for a pure primitive, or None when it must not be shared."""
-    if rule.mutates or rule.unknown or rule.name == "copy":
+    """A key for an element or slice read, or None when it must not be shared.
+
+    Only reads are shared: two reads of ``x[i]`` between writes are one
+    value, and two slices of the same array see the same memory anyway;
+    any other result may be a fresh array that a later element write
+    changes, which a shared value would make visible through both names.
+    """
+    if rule.name != "getitem":
         return None
     try:
         key = (rule.name, tuple(operands), tuple(sorted(params.items())))

@@ -226,14 +226,15 @@ class ReverseWriter:
             if self.act.is_active(value):
                 part = ast.Subscript(codegen.name(bx), index, ast.Load())
                 written = ranks.indexed_rank(rank_of(x, self.ranks), s.params["index"], self.ranks)
+                fresh = None
                 if rank_of(value, self.ranks) == 0 and written == 0:
-                    contribution = part
+                    contribution, fresh = part, True      # a scalar: a value, not a view
                 elif rank_of(value, self.ranks) == 0 and written is not None:
                     contribution = call("np.sum", part)
                 else:
                     contribution = call("rt.unbroadcast", call("rt.snapshot", part),
                                          codegen.name(value.name))
-                self.adj.add(value.name, contribution)
+                self.adj.add(value.name, contribution, fresh)
             self.adj.prepare(x.name, True)
             target = ast.Subscript(codegen.name(self.adj.get(x.name)), copy.deepcopy(index),
                                    ast.Store())
@@ -284,7 +285,7 @@ class ReverseWriter:
         for i, r in zip(ins, results):
             var = s.args[i].name
             if adj.get(var) is None:
-                adj.bind(var, r, owned=True)
+                adj.bind(var, r)       # may be the very array the caller passed in
             else:
                 adj.add(var, codegen.name(r))
 

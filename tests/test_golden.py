@@ -25,8 +25,19 @@ from s2s_ad.testing import check_grad
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 ROOT = GOLDEN.parents[1]
-sys.path.insert(0, str(GOLDEN))
-import golden_programs as gp  # noqa: E402
+
+
+def _import(path):
+    name = path.stem
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+gp = _import(GOLDEN / "golden_programs.py")
 
 PROGRAMS = {
     "cumsum_recurrence": (gp.cumsum_recurrence, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),

@@ -14,10 +14,14 @@ program is first run with its comparisons and trip counts instrumented, and
 rejected unless each comparison is at least ``MARGIN`` from a tie and each
 data-dependent trip count at least ``MARGIN`` from an integer.  A perturbation
 of 1e-6 then takes the same branches.
+
+``S2S_AD_RANDOM_EXAMPLES=500`` runs more programs on the Python backend (the
+default keeps the suite quick).
 """
 import hashlib
 import importlib.util
 import math
+import os
 import sys
 
 import numpy as np
@@ -25,7 +29,6 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
-import s2s_ad as ad
 from s2s_ad.testing import check_grad, check_vjp
 
 N = 4                  # length of the array argument and of the zeros buffer
@@ -33,9 +36,9 @@ VARS = ("v0", "v1", "v2")
 MARGIN = 1e-3
 CONSTS = (0.5, -0.3, 1.2, 2.0, -1.5)
 
-SETTINGS = dict(derandomize=True, database=None, deadline=None, print_blob=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                       HealthCheck.data_too_large])
+SETTINGS = {"derandomize": True, "database": None, "deadline": None, "print_blob": True,
+            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                      HealthCheck.data_too_large]}
 
 # -- the grammar ------------------------------------------------------------------
 # Expressions and statements are nested tuples, rendered to source twice: as
@@ -271,7 +274,7 @@ def _check(folder, body, sample, target):
     check_vjp(module.g, (x, a), target=target)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=int(os.environ.get("S2S_AD_RANDOM_EXAMPLES", "60")), **SETTINGS)
 @given(body=blocks(), sample=samples)
 def test_random_programs_python(folder, body, sample):
     _check(folder, body, sample, "python")

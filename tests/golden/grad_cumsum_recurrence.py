@@ -34,7 +34,7 @@ def grad_cumsum_recurrence(x):
         bacc = bacc_1
         bt5 = bacc_1
         bs_1 = bs_1 + bt5 * s_1
-        bs_1 = bs_1 + bt5 * s_1
+        bs_1 += bt5 * s_1
         # adjoint of: s = s + x[i]  [line 13]
         bs = bs_1
         bt3 = bs_1

@@ -38,7 +38,7 @@ def grad_inplace_recurrence(a, u):
     # adjoint of: return np.sum(x * x)  [line 35]
     bt12 = rt.sum_grad(bt13, _t12, None, False)
     bx = bt12 * x
-    bx = bx + bt12 * x
+    bx += bt12 * x
     ba = rt.zeros_like(a)
     bu = rt.zeros_like(u)
     # adjoint of: for i in range(1, u.shape[0]):  [line 33]
@@ -48,6 +48,7 @@ def grad_inplace_recurrence(a, u):
         _t7 = i - 1
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt11 = bx[i]
+        bx = np.copy(bx)
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
         x[i] = x_saved_1.pop()
@@ -55,11 +56,12 @@ def grad_inplace_recurrence(a, u):
         bt9 = bt11
         bt10 = bt11
         bu[i] += bt10
-        ba = ba + bt9 * _t8
+        ba += bt9 * _t8
         bt8 = bt9 * a
         bx[_t7] += bt8
     # adjoint of: x[0] = u[0]  [line 32]
     bt4 = bx[0]
+    bx = np.copy(bx)
     bx[0] = 0.0
     # restore: x[0] = u[0]  [line 32]
     x[0] = x_saved.pop()

@@ -66,9 +66,9 @@ def grad_newton_break(a):
         bt6 = bstep * (-step / _t6)
         bx = bx + bt6 * 2.0
         bt4 = bt5
-        ba = ba + -bt5
-        bx = bx + bt4 * x
-        bx = bx + bt4 * x
-    ba = ba + bx
+        ba += -bt5
+        bx += bt4 * x
+        bx += bt4 * x
+    ba += bx
     return (None, (rt.like(ba, a),))
 

@@ -41,6 +41,21 @@ def horner(c, t):
     return acc
 
 
+def first_big(v):
+    """A helper that returns from inside its loop."""
+    t = v
+    for k in range(10):
+        t = t * 1.5 + 0.1
+        if t > 2.0:
+            return t * v
+    return t
+
+
+def pair(v):
+    """A helper returning a tuple."""
+    return v * v, np.sin(v)
+
+
 def soft_abs(v):
     return math.sqrt(v * v + 0.01)
 
@@ -295,6 +310,39 @@ def while_fill(x):
     return np.sum(y * y)
 
 
+def while_zero_trips(a):
+    """A while loop whose condition is false at once."""
+    x = a
+    while x > 10.0:
+        x = x * 0.5
+    return x * x
+
+
+def while_in_for(x):
+    """A while loop with a break, nested in a for loop."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        t = x[i]
+        n = 0
+        while n < 5:
+            t = t * 1.3
+            n += 1
+            if t > 1.0:
+                break
+        s = s + t * s + t
+    return s
+
+
+def carried_array_break(w, x):
+    """An array carried through a loop that breaks on a reduction of it."""
+    v = x * 1.0
+    for k in range(10):
+        v = np.tanh(w * v) + x
+        if np.sum(v * v) > 2.0:
+            break
+    return np.sum(v)
+
+
 # -- break, continue and return in loops ---------------------------------------
 
 
@@ -306,6 +354,16 @@ def continue_negative(x):
             continue
         s = s + v * v * s + v
     return s
+
+
+def break_first(x):
+    """break in the very first iteration: nothing is recorded."""
+    s = 1.0
+    for i in range(x.shape[0]):
+        if x[0] > 0.0:
+            break
+        s = s * x[i]
+    return s * x[1]
 
 
 def continue_write(x):
@@ -427,6 +485,25 @@ def cond_in_loop(x):
     return s
 
 
+def nested_cond(x):
+    """Nested conditional expressions."""
+    s = 0.0
+    for v in x:
+        s = s + (v if v > 0.5 else (v * v if v > -0.5 else np.exp(v))) * (1.0 + s)
+    return s
+
+
+def chained_compare(x):
+    """A chained comparison as the condition."""
+    s = 0.0
+    for v in x:
+        if -0.5 < v < 0.5:
+            s = s + v * s + v
+        else:
+            s = s - v
+    return s
+
+
 def bool_ops(x, y):
     """and / or / not on comparisons of differentiated values."""
     s = 0.0
@@ -475,6 +552,15 @@ def calls_breaking_helper(x):
     return s
 
 
+def tuple_helper(x):
+    """A helper returning a tuple, unpacked in a loop."""
+    s = 0.0
+    for i in range(len(x)):
+        a, b = pair(x[i])
+        s = s + a * b + s * a
+    return s
+
+
 def pytree_loop(params, x):
     """A (weights, bias) tuple argument used in a loop."""
     w, b = params
@@ -482,6 +568,22 @@ def pytree_loop(params, x):
     for k in range(3):
         h = np.tanh(w * h + b)
     return np.sum(h * h)
+
+
+def helper_twice(c, t):
+    """The same looping helper twice in one loop body."""
+    s = 0.0
+    for i in range(t.shape[0]):
+        s = s + horner(c, t[i]) * horner(c, -t[i])
+    return s
+
+
+def returning_helper(x):
+    """A helper with a return inside its loop, called in a loop."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + first_big(x[i]) * s + x[i]
+    return s
 
 
 # -- in-place writes ----------------------------------------------------------
@@ -506,6 +608,24 @@ def overwrite_needed(x):
             s = s + z[i] * z[i]
             z[i] = np.sin(z[i]) * s
     return s + np.sum(z * z)
+
+
+def elementwise_aug(x):
+    """x[i] *= e and x[i] -= e: augmented writes that need the old value."""
+    y = x * 1.0
+    for k in range(2):
+        for i in range(1, y.shape[0]):
+            y[i] *= y[i - 1] + 0.5
+            y[i] -= 0.1 * y[i]
+    return np.sum(y)
+
+
+def slice_aug(x):
+    """Overlapping slice updates y[1:3] += ..., reading what earlier ones wrote."""
+    y = x * 1.0
+    for k in range(3):
+        y[1:3] += y[0:2] * y[2:4]
+    return np.sum(y * y)
 
 
 def accumulate_at(x):
@@ -538,6 +658,25 @@ def fill_and_read(x):
     for i in range(n):
         s = s + out[i] * out[n - 1 - i]
     return s
+
+
+def two_buffers(x):
+    """Two zeros arrays of the same shape are two arrays, not one."""
+    a = np.zeros(x.shape[0])
+    b = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        a[i] = x[i]
+        b[i] = 2.0 * x[i] * a[i]
+    return np.sum(a * b)
+
+
+def same_read_after_write(x):
+    """The same expression before and after a write to what it reads."""
+    y = x * 1.0
+    p = y[0] * 2.0
+    y[0] = 5.0 * x[1]
+    q = y[0] * 2.0
+    return p * q
 
 
 def ode_rk2(y0, k):
@@ -583,6 +722,16 @@ def scan_pair(x):
     return out, c
 
 
+def tuple_return_in_loop(x):
+    """A tuple returned from inside a loop."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.7:
+            return s, x[i] * s
+        s = s + x[i]
+    return s, s * s
+
+
 def row_normalise(M):
     """A matrix output built row by row, with a branch per row."""
     out = np.zeros(M.shape)
@@ -622,9 +771,13 @@ CORPUS = [
     (while_true_break, lambda: (0.4,), 0),
     (element_while, lambda: (np.array([0.3, 0.5, 0.2, -0.8, 0.6]),), 0),
     (while_fill, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
+    (while_zero_trips, lambda: (2.0,), 0),
+    (while_in_for, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
+    (carried_array_break, lambda: (np.array([0.5, 0.9, 1.1]), np.array([0.3, 0.4, 0.5])), (0, 1)),
     (while_continue, lambda: (np.array([0.3, -0.2, 0.5, 1.2, 0.9, -0.4]),), 0),
     (continue_negative, lambda: (np.array([0.3, -0.2, 0.5, -1.0, 0.7]),), 0),
     (break_threshold, lambda: (np.array([0.5, 0.7, 0.9, 1.1, 0.3]),), 0),
+    (break_first, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
     (continue_write, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
     (nested_continue_break, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
     (return_in_loop, lambda: (np.array([0.3, -0.2, 0.5, 1.2, 1.1]), 0.9), (0, 1)),
@@ -635,17 +788,26 @@ CORPUS = [
     (piecewise, lambda: (np.array([0.9, 0.2, -0.8, 0.1, -0.3, 1.3]),), 0),
     (cond_expr, lambda: (0.7, 0.9), (0, 1)),
     (cond_in_loop, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
+    (nested_cond, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
+    (chained_compare, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
     (bool_ops, lambda: (0.6, 0.8), (0, 1)),
     (helper_in_branch, lambda: (np.array([0.3, -0.2, 0.5, -1.0]),), 0),
     (looping_helper, lambda: (np.array([0.5, -1.0, 0.3]), np.array([0.2, -0.4, 0.9])), (0, 1)),
     (calls_breaking_helper, lambda: (np.array([0.3, 0.7, 1.1]),), 0),
+    (tuple_helper, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
     (pytree_loop, lambda: ((np.array([0.5, -0.3]), np.array([0.1, 0.2])), np.array([0.7, 0.2])),
      0),
+    (helper_twice, lambda: (np.array([0.5, -1.0, 0.3]), np.array([0.2, -0.4, 0.9])), (0, 1)),
+    (returning_helper, lambda: (np.array([0.3, 0.7, 1.1]),), 0),
     (recurrence, lambda: (0.7, np.array([0.3, -0.2, 0.5, 0.1, 0.4])), (0, 1)),
     (overwrite_needed, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
+    (elementwise_aug, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
+    (slice_aug, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),), 0),
     (accumulate_at, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.7]),), 0),
     (slice_writes, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.7]),), 0),
     (fill_and_read, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
+    (two_buffers, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
+    (same_read_after_write, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
     (ode_rk2, lambda: (np.array([0.5, -0.3]), 1.3), (0, 1)),
 ]
 
@@ -653,5 +815,6 @@ ARRAY_CORPUS = [
     (recurrence_array, lambda: (0.7, np.array([0.3, -0.2, 0.5, 0.1, 0.4]))),
     (trajectory, lambda: (np.array([0.5, -0.3]), 1.3)),
     (scan_pair, lambda: (np.array([0.3, -0.2, 0.5, -0.9]),)),
+    (tuple_return_in_loop, lambda: (np.array([0.3, -0.6, 0.8, 0.45, 1.2]),)),
     (row_normalise, lambda: (np.array([[0.3, -0.2, 0.5], [1.0, 0.8, -0.6]]),)),
 ]
