@@ -11,7 +11,7 @@ raises :class:`~s2s_ad.errors.NonDifferentiableError` at the user's line.
 from dataclasses import dataclass
 
 from .errors import NonDifferentiableError
-from .ir import Call, Prim, Tup, Var, walk
+from .ir import Call, Prim, Var, var_names, walk
 
 
 @dataclass
@@ -24,15 +24,6 @@ class Activity:
 
     def is_active(self, atom):
         return isinstance(atom, Var) and atom.name in self
-
-
-def var_leaves(values):
-    """Names of the variables among atoms and (nested) tuples of atoms."""
-    for v in values:
-        if isinstance(v, Tup):
-            yield from var_leaves(v.items)
-        elif isinstance(v, Var):
-            yield v.name
 
 
 def diff_args(s):
@@ -56,7 +47,7 @@ def analyse(fn, wrt, seeds):
     while True:
         before = len(varied)
         for s in stmts:
-            if set(var_leaves(a for a, _ in diff_args(s))) & varied:
+            if set(var_names(a for a, _ in diff_args(s))) & varied:
                 varied.update(outputs(s))
         if len(varied) == before:
             break
@@ -65,7 +56,7 @@ def analyse(fn, wrt, seeds):
         before = len(useful)
         for s in reversed(stmts):
             if useful.intersection(outputs(s)):
-                useful.update(var_leaves(a for a, _ in diff_args(s)))
+                useful.update(var_names(a for a, _ in diff_args(s)))
         if len(useful) == before:
             break
     for s in stmts:
@@ -75,7 +66,7 @@ def analyse(fn, wrt, seeds):
 
 
 def _check_unknown(s, varied):
-    if set(var_leaves(s.args)) & varied:
+    if set(var_names(s.args)) & varied:
         loc = s.loc
         raise NonDifferentiableError(
             f"no derivative rule for {s.rule.name}(), called on a differentiated value in "

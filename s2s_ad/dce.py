@@ -6,27 +6,17 @@ something later reads; branches and loops with nothing kept inside are
 dropped.  Lowered code is pure except element writes, which count as
 defining their array.
 """
-from .ir import Call, For, If, Prim, Return, Tup, Var, While
-
-
-def leaves(values):
-    for v in values:
-        if isinstance(v, Tup):
-            yield from leaves(v.items)
-        elif isinstance(v, Var):
-            yield v.name
-        elif hasattr(v, "lo"):      # a Slice inside an index
-            yield from leaves([v.lo, v.hi, v.step])
+from .ir import Call, For, If, Prim, Return, While, var_names
 
 
 def reads(s):
     """Names a simple statement reads."""
     if isinstance(s, Prim):
-        return set(leaves(list(s.args) + list(s.params.values())))
+        return set(var_names(list(s.args) + list(s.params.values())))
     if isinstance(s, Call):
-        return set(leaves(s.args))
+        return set(var_names(s.args))
     if isinstance(s, Return):
-        return set(leaves([s.value]))
+        return set(var_names([s.value]))
     raise TypeError(s)
 
 
@@ -64,7 +54,7 @@ def _keep(body, live, kept, extra, loops=frozenset()):
                        | _keep(s.orelse, set(live), kept, extra, loops))
             if _any_kept(s.body, kept) or _any_kept(s.orelse, kept):
                 kept.add(id(s))
-                live |= live_in | set(leaves([s.cond]))
+                live |= live_in | set(var_names([s.cond]))
         elif isinstance(s, (For, While)):
             inner = set(live)
             # A while loop's condition is live only if the loop is needed.
@@ -72,7 +62,7 @@ def _keep(body, live, kept, extra, loops=frozenset()):
             while needed:     # until the names live around the back edge settle
                 live_in = _keep(s.body, set(inner), kept, extra, loops)
                 if isinstance(s, While):
-                    live_in = _keep(s.test, live_in | set(leaves([s.cond])), kept, extra, loops)
+                    live_in = _keep(s.test, live_in | set(var_names([s.cond])), kept, extra, loops)
                 if live_in <= inner:
                     break
                 inner |= live_in
@@ -80,7 +70,7 @@ def _keep(body, live, kept, extra, loops=frozenset()):
                 kept.add(id(s))
                 live |= inner
                 if isinstance(s, For):
-                    live |= set(leaves([s.start, s.stop, s.step]))
+                    live |= set(var_names([s.start, s.stop, s.step]))
         else:
             raise TypeError(s)
     return live

@@ -155,6 +155,17 @@ class While:
     carried: list = field(default_factory=list)
 
 
+def var_names(values):
+    """Names of the variables among atoms, tuples and slices (nested)."""
+    for v in values:
+        if isinstance(v, Tup):
+            yield from var_names(v.items)
+        elif isinstance(v, Var):
+            yield v.name
+        elif isinstance(v, Slice):
+            yield from var_names([v.lo, v.hi, v.step])
+
+
 def blocks(s):
     """The nested statement lists of a compound statement."""
     if isinstance(s, If):

@@ -17,10 +17,10 @@ import ast
 import copy
 
 from . import codegen, ranks
-from .activity import analyse, diff_args, var_leaves
+from .activity import analyse, diff_args
 from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
-from .dce import keep, leaves
-from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, walk
+from .dce import keep
+from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, var_names, walk
 from .ranks import rank_of
 
 
@@ -78,7 +78,7 @@ class ReverseWriter:
         computed twice.  Returns (source, residual names).
         """
         self.split = True
-        fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_leaves([self.fn.out_tree])))
+        fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_names([self.fn.out_tree])))
         wanted = (_reads(back.nodes) | _names_in(ret)) - self.recomputed
         residuals = [n for n in sorted(self._forward_defs() & wanted) if n not in self.fn.params]
         out = codegen.Writer()
@@ -261,7 +261,7 @@ class ReverseWriter:
         w.loc(s.loc, "adjoint of: ")
         callee = s.callee
         in_names = [callee.params[i] for i in ins]
-        out_leaves = list(var_leaves([callee.out_tree]))
+        out_leaves = list(var_names([callee.out_tree]))
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
         fwd_name, bwd_name, residuals = self.module.helper_vjp(
@@ -356,7 +356,7 @@ class ReverseWriter:
                         cond = codegen.atom(x.cond)
                         test = cond if sides[0] else ast.UnaryOp(ast.Not(), cond)
                         guarded.append(ast.If(test, [assign(name, _pop(self._stack(name)))], []))
-                        reads |= set(leaves([x.cond]))
+                        reads |= set(var_names([x.cond]))
             local = [n for n in self._block_defs(body) if n in reads and n not in carried
                      and n not in joins]
             self.push_end.setdefault(id(body), []).extend(local)
@@ -392,7 +392,7 @@ class ReverseWriter:
             if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
                     and self.ranks.get(x.targets[0]) == 0 and x.targets[0] not in self.carried):
                 continue
-            ins = set(leaves(list(x.args) + list(x.params.values())))
+            ins = set(var_names(list(x.args) + list(x.params.values())))
             if x.rule.name == "getitem" and roots(ins) & written:
                 continue
             if all(n in available or n in chosen or (n not in inside and not roots({n}) & written)
@@ -403,7 +403,7 @@ class ReverseWriter:
             if isinstance(x, Prim) and x.targets and x.targets[0] in chosen and (
                     x.targets[0] in reads or x.targets[0] in needed):
                 order.append(x)
-                needed |= set(leaves(list(x.args) + list(x.params.values())))
+                needed |= set(var_names(list(x.args) + list(x.params.values())))
         return order[::-1]
 
     def _prepend_recomputed(self, writer, stmts):
@@ -439,7 +439,7 @@ class ReverseWriter:
                         out.setdefault(value.name, False)
             elif isinstance(x, (Prim, Call)) and any(t in self.act for t in x.targets):
                 inplace = isinstance(x, Prim) and x.rule.name == "getitem"
-                for name in var_leaves(a for a, _ in diff_args(x)):
+                for name in var_names(a for a, _ in diff_args(x)):
                     if name in self.act:
                         out[name] = out.get(name, False) or inplace
         return out
@@ -654,7 +654,7 @@ def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None):
     diff_out = out.items[0] if has_aux else out
     leaves_ = list(_atom_leaves(diff_out))
     wrt_trees = [fn.param_trees[i] for i in argnums]
-    wrt = set(var_leaves(wrt_trees))
+    wrt = set(var_names(wrt_trees))
     seeds = {a.name for a in leaves_ if isinstance(a, Var)}
     writer = ReverseWriter(module, fn, wrt, seeds, param_ranks)
     if mode == "vjp":
