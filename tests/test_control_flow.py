@@ -44,8 +44,21 @@ TARGETS = {"python": "python", "numba": "cpu"}
 
 # -- known bugs ---------------------------------------------------------------
 
+_TRIPS_DROPPED = ("bug: when the adjoint of a loop nest needs only the inner loop's trip "
+                  "counts (the inner loop breaks), the forward sweep is dropped as dead code but "
+                  "the adjoint still pops `trips_stack`: IndexError (Numba: untyped list)")
+
+_COPY_IN_LOOP = ("bug (performance): the adjoint of `x[i] = e` in a loop copies the whole "
+                 "adjoint array (`bx = np.copy(bx)`) on every reversed iteration: O(n**2)")
+
 # (test, program, backend or None for every backend) -> reason
-KNOWN_BUGS = {}
+KNOWN_BUGS = {
+    ("linear_time", "recurrence", None): _COPY_IN_LOOP,
+    ("linear_time", "fill_and_read", None): _COPY_IN_LOOP,
+    ("linear_time", "accumulate_at", None): _COPY_IN_LOOP,
+    ("linear_time", "overwrite_needed", None): _COPY_IN_LOOP,
+    ("grad", "inner_break_linear", None): _TRIPS_DROPPED,
+    ("value_and_grad", "inner_break_linear", None): _TRIPS_DROPPED,}
 
 
 def _known(test, name, backend=None):
@@ -222,6 +235,30 @@ def test_comments_carry_user_lines(name):
     for m in quoted:
         n = int(m.group(3))
         assert user[n - 1].strip() == m.group(2), f"line {n}: {m.group(0)!r}"
+
+
+@pytest.mark.parametrize("name", _params("linear_time", ["recurrence", "fill_and_read",
+                                                        "accumulate_at", "overwrite_needed",
+                                                        "cumsum_sq", "triangle"]))
+def test_reversed_loop_does_no_whole_array_work(name):
+    """Element writes in a loop cost O(1) per reversed iteration: no copy of
+    an adjoint array inside a reversed loop (that makes a loop over n
+    elements cost O(n**2))."""
+    entry = _functions(_grad_source(name))[f"grad_{name}"]
+    lines = entry.splitlines()
+    loop_indent = header = None
+    for k, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        if loop_indent is not None and k > header and line.strip() and indent <= loop_indent:
+            loop_indent = None
+        m = LINE.search(line.strip())
+        if (loop_indent is None and m and m.group(1) == "adjoint of: "
+                and re.match(r"(for|while)\b", m.group(2))):
+            header = k + 1
+            loop_indent = len(lines[header]) - len(lines[header].lstrip())
+            continue
+        if loop_indent is not None:
+            assert "np.copy(" not in line, f"line {k + 1} of grad_{name}: {line.strip()}"
 
 
 def test_generated_loop_reads_like_the_users():

@@ -445,6 +445,18 @@ def nested_break(x):
     return s
 
 
+def inner_break_linear(x, a):
+    """A break in the inner loop, where the adjoint needs nothing from the
+    forward sweep but how many times the inner loop ran."""
+    v = a
+    for i in range(3):
+        for j in range(4):
+            v = 0.9 * v + x[0] * a
+            if x[1] < 0.3 * j:
+                break
+    return v
+
+
 def return_in_branch(x):
     """return from branches, no loop."""
     if x > 1.0:
@@ -784,6 +796,7 @@ CORPUS = [
     (return_in_while, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
     (return_in_nested, lambda: (np.array([0.3, 0.5, -0.2, 0.8, 0.6]),), 0),
     (nested_break, lambda: (np.array([0.3, 0.45, -0.2, 0.6]),), 0),
+    (inner_break_linear, lambda: (np.array([0.5, 0.45]), 0.7), (0, 1)),
     (return_in_branch, lambda: (0.6,), 0),
     (piecewise, lambda: (np.array([0.9, 0.2, -0.8, 0.1, -0.3, 1.3]),), 0),
     (cond_expr, lambda: (0.7, 0.9), (0, 1)),
