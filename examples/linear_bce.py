@@ -92,7 +92,8 @@ def main():
     _, _, stop_grad_w, stop_grad_b = vjp_stopped(both_outputs)
     print("\nthe same, with ad.stop_gradient(z) as the second output")
     show("  dloss/db", stop_grad_b)
-    print(f"  equal to step 1: {np.allclose(stop_grad_w, grad_w) and np.allclose(stop_grad_b, grad_b)}")
+    same = np.allclose(stop_grad_w, grad_w) and np.allclose(stop_grad_b, grad_b)
+    print(f"  equal to step 1: {same}")
 
     # 5. The loss and the gradients in one call.
     value, (vg_grad_w, vg_grad_b) = ad.value_and_grad(loss_fn, argnums=(2, 3))(x, y, w, b)
@@ -103,7 +104,8 @@ def main():
     jit_grad_w, jit_grad_b = ad.jit(ad.grad(loss_fn, argnums=(2, 3)))(x, y, w, b)
     print("\nad.jit(ad.grad(loss_fn, argnums=(2, 3)))")
     show("  dloss/db", jit_grad_b)
-    print(f"  equal to step 1: {np.allclose(jit_grad_w, grad_w) and np.allclose(jit_grad_b, grad_b)}")
+    same = np.allclose(jit_grad_w, grad_w) and np.allclose(jit_grad_b, grad_b)
+    print(f"  equal to step 1: {same}")
 
     return {
         "inputs": (x, y, w, b),
