@@ -53,7 +53,7 @@ class Adjoints:
         allocation, and its dtype stays); any adjoint ``expr`` may return
         stops being owned, since two names now share its array.
         """
-        sources = _sources(expr)
+        sources = set() if fresh else _sources(expr)
         for entry in self.vars.values():
             if entry[0] in sources:
                 entry[1] = False

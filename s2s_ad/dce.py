@@ -58,7 +58,7 @@ def _keep(body, live, kept, extra, loops=frozenset()):
         elif isinstance(s, (For, While)):
             inner = set(live)
             # A while loop's condition is live only if the loop is needed.
-            needed = id(s) in loops or _needs(s.body, inner, extra)
+            needed = id(s) in loops or _needs(s.body, inner, extra, loops)
             while needed:     # until the names live around the back edge settle
                 live_in = _keep(s.body, set(inner), kept, extra, loops)
                 if isinstance(s, While):
@@ -76,10 +76,10 @@ def _keep(body, live, kept, extra, loops=frozenset()):
     return live
 
 
-def _needs(body, live, extra):
+def _needs(body, live, extra, loops):
     """Whether anything in a loop body is needed for ``live`` (a dry run)."""
     trial = set()
-    _keep(body, set(live), trial, extra)
+    _keep(body, set(live), trial, extra, loops)
     return bool(trial)
 
 

@@ -44,21 +44,8 @@ TARGETS = {"python": "python", "numba": "cpu"}
 
 # -- known bugs ---------------------------------------------------------------
 
-_TRIPS_DROPPED = ("bug: when the adjoint of a loop nest needs only the inner loop's trip "
-                  "counts (the inner loop breaks), the forward sweep is dropped as dead code but "
-                  "the adjoint still pops `trips_stack`: IndexError (Numba: untyped list)")
-
-_COPY_IN_LOOP = ("bug (performance): the adjoint of `x[i] = e` in a loop copies the whole "
-                 "adjoint array (`bx = np.copy(bx)`) on every reversed iteration: O(n**2)")
-
 # (test, program, backend or None for every backend) -> reason
-KNOWN_BUGS = {
-    ("linear_time", "recurrence", None): _COPY_IN_LOOP,
-    ("linear_time", "fill_and_read", None): _COPY_IN_LOOP,
-    ("linear_time", "accumulate_at", None): _COPY_IN_LOOP,
-    ("linear_time", "overwrite_needed", None): _COPY_IN_LOOP,
-    ("grad", "inner_break_linear", None): _TRIPS_DROPPED,
-    ("value_and_grad", "inner_break_linear", None): _TRIPS_DROPPED,}
+KNOWN_BUGS = {}
 
 
 def _known(test, name, backend=None):

@@ -48,7 +48,6 @@ def grad_inplace_recurrence(a, u):
         _t7 = i - 1
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt11 = bx[i]
-        bx = np.copy(bx)
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
         x[i] = x_saved_1.pop()
@@ -61,7 +60,6 @@ def grad_inplace_recurrence(a, u):
         bx[_t7] += bt8
     # adjoint of: x[0] = u[0]  [line 32]
     bt4 = bx[0]
-    bx = np.copy(bx)
     bx[0] = 0.0
     # restore: x[0] = u[0]  [line 32]
     x[0] = x_saved.pop()
