@@ -27,7 +27,8 @@ import numpy as np
 
 from . import core
 
-WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows")
+WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows", "mlp_loss",
+             "gmm_objective")
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (rounds, seconds per sample, seconds of samples per implementation)

@@ -24,30 +24,36 @@ def infer(fn, param_ranks):
     ranks.update((s.index, 0) for s in walk(fn.body) if isinstance(s, For))
     for name in fn.consts:
         ranks[name] = getattr(fn.consts[name], "ndim", None)
-    stmts = [s for s in walk(fn.body) if isinstance(s, (Prim, Call))]
-    conflicts = set()
-    for _ in range(3):            # loops: ranks settle after a pass or two
+    return _settle(fn, ranks, lambda s: _call_ranks(s, ranks) if isinstance(s, Call)
+                   else [_rank(s, ranks)], lambda t, r: None)
+
+
+def _settle(fn, facts, outputs, conflict):
+    """Run ``outputs(statement)`` over the body until ``facts`` settle.
+
+    A name given two different facts (a loop-carried name whose rank or
+    shape changes around the loop) gets ``conflict(name, fact)`` and keeps
+    it.  Loops settle after a pass or two.
+    """
+    stmts = [s for s in walk(fn.body)
+             if isinstance(s, (Prim, Call)) and not (isinstance(s, Prim) and s.rule.mutates)]
+    fixed = set()
+    for _ in range(3):
         changed = False
         for s in stmts:
-            if isinstance(s, Call):
-                outs = _call_ranks(s, ranks)
-            elif isinstance(s, Prim) and s.rule.mutates:
-                outs = []
-            else:
-                outs = [_rank(s, ranks)]
-            for t, r in zip(s.targets, outs):
-                if t in conflicts:
+            for t, fact in zip(s.targets, outputs(s)):
+                if t in fixed:
                     continue
-                if t in ranks and ranks[t] != r:
-                    conflicts.add(t)
-                    ranks[t] = None
+                if t in facts and facts[t] != fact:
+                    fixed.add(t)
+                    facts[t] = conflict(t, fact)
                     changed = True
-                elif t not in ranks:
-                    ranks[t] = r
+                elif t not in facts:
+                    facts[t] = fact
                     changed = True
         if not changed:
             break
-    return ranks
+    return facts
 
 
 def _call_ranks(s, ranks):
@@ -193,30 +199,11 @@ def shape_classes(fn, param_classes, ranks):
         if getattr(value, "shape", None) is not None:
             classes[name] = ("const", value.shape)
     classes.update((s.index, SCALAR) for s in walk(fn.body) if isinstance(s, For))
-    stmts = [s for s in walk(fn.body) if isinstance(s, (Prim, Call))]
-    fixed = set()
-    for _ in range(3):
-        changed = False
-        for s in stmts:
-            if isinstance(s, Prim) and s.rule.mutates:
-                continue
-            outs = (_call_classes(s, classes, ranks) if isinstance(s, Call)
-                    else [_class(s, classes, ranks)])
-            for t, c in zip(s.targets, outs):
-                if t in fixed:
-                    continue
-                if ranks.get(t) == 0:
-                    c = SCALAR
-                if t in classes and classes[t] != c:
-                    fixed.add(t)
-                    classes[t] = ("unknown", next(_FRESH))
-                    changed = True
-                elif t not in classes:
-                    classes[t] = c
-                    changed = True
-        if not changed:
-            break
-    return classes
+    def outputs(s):
+        found = (_call_classes(s, classes, ranks) if isinstance(s, Call)
+                 else [_class(s, classes, ranks)])
+        return [SCALAR if ranks.get(t) == 0 else c for t, c in zip(s.targets, found)]
+    return _settle(fn, classes, outputs, lambda t, c: ("unknown", next(_FRESH)))
 
 
 def class_of(atom, classes):
