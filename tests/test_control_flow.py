@@ -12,31 +12,18 @@ Known compiler bugs are marked ``xfail(strict=True)`` in ``KNOWN_BUGS``:
 when a fix lands the mark fails loudly and should be removed.
 """
 import ast
-import importlib.util
 import inspect
 import pathlib
 import re
-import sys
 
 import numpy as np
 import pytest
+from conftest import load_program
 
 import s2s_ad as ad
 from s2s_ad.testing import check_grad, check_vjp
 
-
-def _import(path):
-    """Import a program file as a module named after it (once per session)."""
-    name = path.stem
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cf = _import(pathlib.Path(__file__).resolve().parent / "programs" / "control_flow.py")
+cf = load_program(pathlib.Path(__file__).resolve().parent / "programs" / "control_flow.py")
 
 CASES = {fn.__name__: (fn, make, argnums) for fn, make, argnums in cf.CORPUS}
 ARRAY_CASES = {fn.__name__: (fn, make) for fn, make in cf.ARRAY_CORPUS}

@@ -15,10 +15,10 @@ enshrines wrong code.
 import importlib.util
 import os
 import pathlib
-import sys
 
 import numpy as np
 import pytest
+from conftest import load_program
 
 import s2s_ad as ad
 from s2s_ad.testing import check_grad
@@ -27,17 +27,7 @@ GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 ROOT = GOLDEN.parents[1]
 
 
-def _import(path):
-    name = path.stem
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-gp = _import(GOLDEN / "golden_programs.py")
+gp = load_program(GOLDEN / "golden_programs.py")
 
 PROGRAMS = {
     "cumsum_recurrence": (gp.cumsum_recurrence, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
