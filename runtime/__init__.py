@@ -27,13 +27,13 @@ from .linalg import (
     matmul_grad_a,
     matmul_grad_b,
 )
-from .plumbing import like, reshape_like, unbroadcast, zeros_like
+from .plumbing import broadcast_like, like, reshape_like, unbroadcast, zeros_like
 from .reductions import amax, amin, mean, mean_grad, minmax_grad, prod, prod_grad, sum, sum_grad
 from .scatter import index_add
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic
-    "unbroadcast", "zeros_like", "like", "reshape_like",
+    "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
     "sum", "mean", "prod", "amax", "amin",
     "sum_grad", "mean_grad", "prod_grad", "minmax_grad",
     "dot", "matmul", "inner",

@@ -121,3 +121,41 @@ def _reshape_like(g, x):
             "    return np.full(x.shape, g)")
     # reshape needs a contiguous array; ascontiguousarray is free for one.
     return lambda g, x: np.ascontiguousarray(g).reshape(x.shape)
+
+
+def _broadcast_like_src(tnd, xnd):
+    """Source copying a rank-`tnd` t into a new array of x's shape.
+
+    Each element of the result reads t's element found by dropping the
+    result's leading axes and zeroing the index on axes where t has length 1.
+    """
+    lead = xnd - tnd
+    x_idx = [f"i{d}" for d in range(xnd)]
+    t_idx = [f"i{lead + j} * m{j}" for j in range(tnd)]
+    lines = ["def impl(t, x):"]
+    if tnd == xnd:
+        lines.append("    if t.shape == x.shape:")
+        lines.append("        return t")
+    for j in range(tnd):
+        lines += [f"    m{j} = 1",
+                  f"    if t.shape[{j}] == 1:",
+                  f"        m{j} = 0",
+                  f"    elif t.shape[{j}] != x.shape[{lead + j}]:",
+                  "        raise ValueError('broadcast_like: shapes differ')"]
+    lines.append("    out = np.empty(x.shape, t.dtype)")
+    lines += loops(x_idx, [f"x.shape[{d}]" for d in range(xnd)],
+                   [f"out[{index(x_idx)}] = t[{index(t_idx)}]"])
+    lines.append("    return out")
+    return "\n".join(lines)
+
+
+@overload(plumbing.broadcast_like, prefer_literal=True)
+def _broadcast_like(t, x):
+    if is_scalar(x):
+        return lambda t, x: t
+    if is_scalar(t):
+        return compile_impl(
+            f"def impl(t, x):\n    return np.full(x.shape, t, {dtype_src(grad_dtype(x))})")
+    if t.ndim > x.ndim:
+        raise TypingError(f"broadcast_like: a {t.ndim}-d tangent for a {x.ndim}-d primal")
+    return compile_impl(_broadcast_like_src(t.ndim, x.ndim))

@@ -79,3 +79,17 @@ def reshape_like(g, x):
     if is_array(x):
         return np.reshape(g, x.shape)
     return np.reshape(g, ())[()]
+
+
+def broadcast_like(t, x):
+    """Tangent `t` broadcast to the shape of primal `x` (forward mode).
+
+    The transpose of :func:`unbroadcast`: a scalar or lower-rank tangent of
+    an operand becomes a tangent of the broadcast result.  Scalar `x` gives
+    `t` itself; `t` already of x's shape is returned as is.
+    """
+    if not is_array(x):
+        return t
+    if is_array(t) and t.shape == x.shape:
+        return t
+    return np.broadcast_to(t, x.shape).astype(np.result_type(t, grad_dtype(x)))

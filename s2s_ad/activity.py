@@ -62,6 +62,8 @@ def analyse(fn, wrt, seeds):
     for s in stmts:
         if isinstance(s, Prim) and s.rule.unknown and useful.intersection(s.targets):
             _check_unknown(s, varied)
+        if isinstance(s, Prim) and s.rule.undiff and useful.intersection(s.targets):
+            _check_undiff(s, varied)
     return Activity(varied, useful)
 
 
@@ -73,3 +75,13 @@ def _check_unknown(s, varied):
             f"'{loc.text.strip()}'. Wrap it in a function decorated with @ad.custom_vjp to "
             f"give it a rule, or apply ad.stop_gradient to its arguments if no derivative "
             f"should flow through it.", loc.filename, loc.lineno)
+
+
+def _check_undiff(s, varied):
+    for a, p in zip(s.args, s.rule.operands):
+        if p in s.rule.undiff and set(var_names([a])) & varied:
+            loc = s.loc
+            raise NonDifferentiableError(
+                f"{s.rule.name}() has no derivative with respect to '{p}', which a higher "
+                f"derivative of '{loc.text.strip()}' needs. Give the function computing it a "
+                f"rule with @ad.custom_vjp.", loc.filename, loc.lineno)

@@ -495,14 +495,54 @@ class Lowerer:
         if not ok:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
+            if isinstance(func, gast.Call):
+                raise self.error(node, "calling a transformed function (ad.grad(f)(x)) inside a "
+                                 "function that is itself transformed is not supported; call "
+                                 "ad.jvp(f, primals, tangents) inside it instead, or transform "
+                                 "the outer function (ad.hessian, ad.hvp, ad.jvp(ad.grad(f)))")
             what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
             raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
                              "can be called; call the function by its own name")
+        from .jacobians import jvp
+        if obj is jvp:
+            return self.call_jvp(node)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if None in kwargs:
             raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
         return self.call(obj, args, kwargs, node)
+
+    def call_jvp(self, node):
+        """``ad.jvp(f, (x, ...), (dx, ...))`` in user code: a call to f's JVP.
+
+        The JVP is lowered like any helper, so the function around it can be
+        differentiated again (``grad`` of a directional derivative).
+        """
+        from . import forward
+        if len(node.args) != 3 or node.keywords:
+            raise self.error(node, "write ad.jvp(f, (x, ...), (dx, ...)) with three positional "
+                             "arguments")
+        ok, fn = self.src.resolve(node.args[0])
+        fn = getattr(fn, "__s2s_ad_function__", fn)
+        if not ok or not is_user_function(fn):
+            raise self.error(node, "the function given to ad.jvp here must be a module-level "
+                             "function, named directly")
+        primals, tangents = (self.expr(a) for a in node.args[1:])
+        if not (isinstance(primals, Tup) and isinstance(tangents, Tup)
+                and len(primals.items) == len(tangents.items)):
+            raise self.error(node, "ad.jvp needs a tuple of primals and a tuple of tangents "
+                             "with one tangent per primal")
+        for p, t in zip(primals.items, tangents.items):
+            if tree_of(p) != tree_of(t):
+                raise self.error(node, "each tangent passed to ad.jvp must have the structure "
+                                 "of its primal")
+        callee = self.program.lower(fn, [tree_of(v) for v in primals.items], node, self.src)
+        wrt = list(callee.params)
+        jvp_fn = forward.jvp_function(self.program, callee, wrt, None, "flat")
+        out = self._fresh_like(Tup((callee.out_tree, callee.out_tree)))
+        leaves = _leaves(primals) + _leaves(tangents)
+        self.body.append(Call([t.name for t in _leaves(out)], jvp_fn, leaves, self.src.loc(node)))
+        return out
 
     def method(self, func, node):
         name = rules.METHODS.get(func.attr)

@@ -20,8 +20,10 @@ class Transformed:
     """``fun`` under one transform, built lazily per argument structure."""
 
     def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
-                 single=False):
+                 single=False, layers=(), units=()):
         self.fun = fun
+        self.layers = tuple(layers)
+        self.units = tuple(units)     # arguments whose unit tangent each call appends
         self.kind = kind
         self.argnums = argnums
         self.single = single
@@ -30,7 +32,7 @@ class Transformed:
         self.options = dict(options or {})
         self._built = {}
         self._last = None
-        self._nargs = _arg_count(fun)
+        self._nargs = _layered_arg_count(fun, self.layers)
         self._fast = {}           # argument signature -> lean call (see __call__)
         functools.update_wrapper(self, fun)
         if kind == "primal":
@@ -40,15 +42,29 @@ class Transformed:
         return f"<s2s_ad {self.kind} of {self.fun.__qualname__} (target={self.target})>"
 
     def with_target(self, target, options):
+        options = {k: v for k, v in options.items() if k != "parallel_request"}
         return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
-                           target=target, options=options, single=self.single)
+                           target=target, options=options, single=self.single,
+                           layers=self.layers, units=self.units)
+
+    def derived(self, kind=None, **changes):
+        """This transform with other settings (same function, target and options)."""
+        settings = dict(argnums=self.argnums, has_aux=self.has_aux, target=self.target,
+                        options=self.options, single=self.single, layers=self.layers,
+                        units=self.units)
+        settings.update(changes)
+        t = Transformed(self.fun, "grad" if kind == "value_and_grad" else kind or self.kind,
+                        **settings)
+        t.kind = kind or self.kind
+        return t
 
     def state(self, trees, ranks=()):
         """The built pipeline for one argument structure (and leaf ranks)."""
         st = self._built.get((trees, ranks))
         if st is None:
-            req = pipeline.Request(self.fun, self.kind, trees, self.argnums, self.has_aux,
-                                   self.target, self.options, ranks)
+            req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
+                                   self.argnums, self.has_aux, self.target, self.options, ranks,
+                                   self.layers)
             st = self._built[trees, ranks] = pipeline.build(req)
             st.function = getattr(st.compiled, st.entry)
         self._last = st
@@ -75,6 +91,10 @@ class Transformed:
         return st.function, leaves, treedefs
 
     def __call__(self, *args):
+        if self.units:
+            if len(args) != _arg_count(self.fun):
+                args = _check_arity(self.fun, args)
+            args = args + tuple(_unit_like(args[i], self) for i in self.units)
         run = self._fast.get(tuple(map(_signature, args)))
         if run is not None:
             return run(args)
@@ -114,19 +134,43 @@ class Transformed:
         if self.kind == "primal":
             entry, leaves, _ = self.entry(args)
             return entry(*leaves)
+        entry, leaves, post = self._prepare(args)
+        return post(entry(*leaves))
+
+    def _prepare(self, args):
+        """(entry point, its leaf arguments, raw result -> the user's result)."""
         for i in self.argnums:
             if not pytree.is_float_leaf(args[i]):
                 _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
         if not self._last.checked:
             self._check_scalar(args)
-        out, grads = entry(*leaves)
-        grads = tuple(_like_arg(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i]),
-                                args[i]) for g, i in zip(grads, self.argnums))
-        grads = grads[0] if self.single else grads
-        if self.kind == "value_and_grad":
-            return out, grads
-        return (grads, out) if self.has_aux else grads
+
+        def post(raw, batched=False):
+            out, grads = raw
+            grads = tuple(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i])
+                          for g, i in zip(grads, self.argnums))
+            if not batched:
+                grads = tuple(_like_arg(g, args[i]) for g, i in zip(grads, self.argnums))
+            grads = grads[0] if self.single else grads
+            if self.kind == "value_and_grad":
+                return out, grads
+            return (grads, out) if self.has_aux else grads
+        return entry, leaves, post
+
+    def compiled_call(self, args):
+        """Like :meth:`_prepare`, with the Numba entry point (for compiled callers)."""
+        if self.units:
+            args = list(args) + [_unit_like(args[i], self) for i in self.units]
+        if self._nargs is not None and len(args) != self._nargs:
+            args = _check_arity(self.fun, tuple(args))
+        if self.kind == "primal":
+            _, leaves, _ = self.entry(tuple(args))
+            post = lambda raw, batched=False: raw      # noqa: E731
+        else:
+            _, leaves, post = self._prepare(tuple(args))
+        st = self._last
+        return getattr(st.compiled, st.entry), leaves, post
 
     def _check_scalar(self, args):
         """grad needs a scalar output: checked once per argument structure.
@@ -134,13 +178,23 @@ class Transformed:
         ``grad`` does not compute the value (nothing reads it), so the first
         call runs the function itself to look at its output.
         """
-        out = self.fun(*args)
+        out = self.fun(*args[:_arg_count(self.fun)])     # a tangent has its value's shape
         value = out[0] if self.has_aux else out
         if isinstance(value, (tuple, list)) or np.ndim(value) != 0:
             raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
         self._last.checked = True
+
+
+def _unit_like(x, t):
+    """The unit tangent of scalar argument ``x`` (grad of grad: d/dx of df/dx)."""
+    if isinstance(x, (tuple, list)) or np.ndim(x) != 0:
+        raise TypeError(f"grad requires its function to return a scalar, but "
+                        f"{t.fun.__qualname__}'s inner gradient is taken with respect to an "
+                        f"argument of shape {np.shape(x)}, so it returns an array; use "
+                        f"ad.jacfwd or ad.hessian")
+    return type(x)(1.0) if isinstance(x, np.generic) else 1.0
 
 
 def _signature(a):
@@ -209,6 +263,16 @@ def _normalize_argnums(fun, argnums):
     return tuple(out), single
 
 
+def _layered_arg_count(fun, layers):
+    """Arguments of ``fun`` after forward-mode layers (each adds one per tangent)."""
+    n = _arg_count(fun)
+    if n is None:
+        return None
+    for argnums, _ in layers:
+        n += len(argnums)
+    return n
+
+
 def _arg_count(fun):
     try:
         params = inspect.signature(fun).parameters.values()
@@ -271,12 +335,34 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 
 def _grad(fun, argnums, has_aux, kind):
+    if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
+        return _grad_of_grad(fun, argnums, has_aux, kind)
     f, target, options = _plain(fun)
     nums, single = _normalize_argnums(f, argnums)
     t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
                     single=single)
     t.kind = kind
     return t
+
+
+def _grad_of_grad(inner, argnums, has_aux, kind):
+    """``grad`` of a gradient, computed reverse-over-forward.
+
+    The inner gradient is taken with respect to a scalar argument ``a`` (or
+    it would not be a scalar), so it equals the directional derivative of
+    ``f`` along a unit tangent of ``a``: a forward-mode layer; the outer
+    gradient is reverse mode over that layer.  Derivatives commute, so this
+    is the same value as reverse-over-reverse at forward mode's cost.
+    """
+    if inner.kind != "grad" or not inner.single or inner.has_aux:
+        returns = ("a (value, gradient) pair" if inner.kind == "value_and_grad"
+                   else "a tuple of gradients" if not inner.single else "(gradient, aux)")
+        raise TypeError(f"grad requires a scalar-valued function, but {inner!r} returns "
+                        f"{returns}; use ad.jacfwd or ad.hessian")
+    nums, single = _normalize_argnums(inner.fun, argnums)
+    (a,) = inner.argnums
+    return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
+                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -337,8 +423,8 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False):
     options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel)}
     if fun is None:
         return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath)
-    if isinstance(fun, Transformed):
-        return fun.with_target(target, options)
+    if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
+        return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
         raise TypeError(f"jit expects a function, got {fun!r}")
     FunctionSource(fun)
@@ -352,6 +438,8 @@ def source(fun, *example_args):
     otherwise for the last call's, or for every argument being one array.
     """
     fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
+    if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
+        return fun.generated_source(*example_args)
     if not isinstance(fun, Transformed):
         fun = Transformed(_plain(fun)[0], "primal")
     if example_args:

@@ -73,8 +73,8 @@ def build_parser():
                       "(a dotted name such as helpers.loss follows attributes)")
     show.add_argument("--mode", choices=MODES, default="grad",
                       help="the transform (default: grad).  grad, value_and_grad and vjp "
-                      "are reverse mode; jvp, jacfwd, jacrev, hessian and vmap work once "
-                      "this version of s2s_ad has the transform of that name")
+                      "are reverse mode; jvp and jacfwd forward mode; jacrev builds on vjp, "
+                      "hessian on the gradient of a JVP; vmap batches the function")
     show.add_argument("--argnums", metavar="N[,N...]",
                       help="comma-separated positions of the arguments to differentiate "
                       "(default: 0; for vjp, every argument); negative counts from the end.  "
@@ -205,6 +205,9 @@ def _all_args_transform(kind):
             nums = tuple(range(_arg_count(plain)))
         else:   # validated and normalised exactly as ad.grad does it
             nums = ad.grad(plain, argnums=argnums).argnums
+        if kind == "jvp":
+            return ad.Transformed(plain, "primal", target=target, options=options,
+                                  layers=((nums, "pair"),))
         return ad.Transformed(plain, kind, argnums=nums, target=target, options=options)
     return build
 

@@ -51,6 +51,8 @@ class Rule:
     obj: Any = None
     doc: str = ""
     samples: Any = None               # domain hints for the generic tests
+    piecewise: tuple = ()             # operands it is locally constant in (zero derivative)
+    undiff: tuple = ()                # operands with no derivative rule: an error if active
 
     @property
     def diff_operands(self):

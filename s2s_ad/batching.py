@@ -1,0 +1,315 @@
+"""vmap: a function batched over a leading (or any) axis of its arguments.
+
+The *per-sample loop* lowering runs the function once per example.  When
+the function is compiled (``ad.jit``), the loop is generated source too --
+a Numba function that calls the compiled function for each example inside
+a ``numba.prange`` loop and writes each result into outputs allocated once
+for the whole batch -- so a batched gradient costs what a hand-written
+parallel loop costs.  Otherwise the loop runs in Python over whatever the
+function is (any transform, nested ``vmap`` included).
+"""
+import numbers
+import os
+import textwrap
+
+import numpy as np
+
+from . import pytree
+
+METHODS = (None, "loop", "vectorize")
+#: Batches at least this large run their compiled loop on all cores
+#: (``parallel=None``); smaller ones are not worth waking the thread pool.
+PARALLEL_MIN_BATCH = 64
+
+
+def vmap(fun, in_axes=0, out_axes=0, *, method=None):
+    """``fun`` mapped over an axis of its arguments (see API.md)."""
+    if not callable(fun):
+        raise TypeError(f"vmap expects a function, got {fun!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "vectorize":
+        raise ValueError("method='vectorize' (batching rules) is not available in this "
+                         "version; use method='loop' or leave method=None")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    return Batched(fun, in_axes, out_axes, method or "loop")
+
+
+def _check_axes_spec(spec, what):
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return
+    if isinstance(spec, (tuple, list)):
+        for s in spec:
+            _check_axes_spec(s, what)
+        return
+    raise TypeError(f"{what} must be an int, None, or a tuple of those (nested for pytree "
+                    f"arguments), got {spec!r}")
+
+
+class Batched:
+    """``fun`` batched by ``in_axes``/``out_axes``; see :func:`vmap`."""
+
+    def __init__(self, fun, in_axes, out_axes, method, parallel=None):
+        self.fun = fun
+        self.in_axes = in_axes
+        self.out_axes = out_axes
+        self.method = method
+        self.parallel = parallel
+        self._loops = {}
+        self.source = None
+        self.__wrapped__ = fun
+        self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
+        self.__qualname__ = self.__name__
+
+    def __repr__(self):
+        return f"<s2s_ad vmap of {self.fun!r}, in_axes={self.in_axes}>"
+
+    @property
+    def target(self):
+        return getattr(self.fun, "target", "python")
+
+    def with_target(self, target, options):
+        from .api import jit
+        inner = jit(self.fun, target=target, cache=options.get("cache", True),
+                    fastmath=options.get("fastmath", False))
+        parallel = options.get("parallel_request")
+        return Batched(inner, self.in_axes, self.out_axes, self.method, parallel)
+
+    def generated_source(self, *example_args):
+        """The per-sample loop (once compiled) and the function it calls."""
+        from .api import source
+        inner = source(self.fun)
+        if _is_compiled(self.fun):
+            loop = self.source or ("# (the compiled prange loop is generated on the first "
+                                   "call, for the argument layout it sees)\n")
+            head = (f"# vmap (lowering: per-sample loop, compiled with Numba; in_axes="
+                    f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n")
+            return head + loop + "\n# the function called once per example:\n" + inner
+        head = (f"# vmap (lowering: per-sample loop in Python; in_axes={self.in_axes!r}, "
+                f"out_axes={self.out_axes!r}); the function called once per example:\n")
+        return head + inner
+
+    # -- calls ----------------------------------------------------------------
+    def __call__(self, *args):
+        leaves, treedefs, axes, size = self._batch(args)
+        moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
+                 for x, a in zip(leaves, axes)]
+        if _is_compiled(self.fun):
+            outs, out_tree = self._compiled(args, moved, axes, size, treedefs)
+        else:
+            outs, out_tree = self._python(moved, axes, size, treedefs)
+        return self._place(outs, out_tree, size)
+
+    def _batch(self, args):
+        """Flat leaves, their batch axes (normalised) and the batch size."""
+        spec = self.in_axes
+        if isinstance(spec, (tuple, list)):
+            if len(spec) != len(args):
+                raise ValueError(f"vmap in_axes has {len(spec)} entries but "
+                                 f"{_name(self.fun)} was called with {len(args)} positional "
+                                 f"arguments")
+        else:
+            spec = (spec,) * len(args)
+        leaves, treedefs, axes, owners = [], [], [], []
+        for i, (arg, ax) in enumerate(zip(args, spec)):
+            ls, tree = pytree.flatten(arg)
+            treedefs.append(tree)
+            for j, (leaf, a) in enumerate(zip(ls, _broadcast_axes(ax, tree, i))):
+                if a is not None:
+                    nd = np.ndim(leaf)
+                    if not -nd <= a < nd:
+                        raise ValueError(f"vmap in_axes={a} is out of range for argument {i}"
+                                         f"{_leaf_text(tree, j)}, which has {nd} "
+                                         f"dimension{'s' if nd != 1 else ''}")
+                    a %= nd
+                leaves.append(leaf)
+                axes.append(a)
+                owners.append((i, j, tree))
+        sizes = {}
+        for leaf, a, (i, j, tree) in zip(leaves, axes, owners):
+            if a is not None:
+                sizes.setdefault(np.shape(leaf)[a], []).append(f"argument {i}"
+                                                               f"{_leaf_text(tree, j)}")
+        if not sizes:
+            raise ValueError("vmap needs at least one batched argument: every in_axes entry "
+                             "is None")
+        if len(sizes) > 1:
+            detail = "; ".join(f"{', '.join(who)} {'has' if len(who) == 1 else 'have'} size "
+                               f"{n}" for n, who in sizes.items())
+            raise ValueError(f"vmap got arguments with different batch sizes: {detail}")
+        return leaves, treedefs, axes, next(iter(sizes))
+
+    def _python(self, moved, axes, size, treedefs):
+        """The per-sample loop in Python (any callable)."""
+        results = []
+        for b in range(size):
+            sample = [x[b] if a is not None else x for x, a in zip(moved, axes)]
+            results.append(self.fun(*_unflatten_args(sample, treedefs)))
+        if size == 0:
+            raise ValueError("vmap over an empty batch")
+        flat = [pytree.flatten(r) for r in results]
+        out_tree = flat[0][1]
+        outs = [np.stack([np.asarray(ls[k]) for ls, _ in flat]) for k in range(len(flat[0][0]))]
+        return outs, out_tree
+
+    def _compiled(self, args, moved, axes, size, treedefs):
+        """The per-sample loop as a Numba function around the compiled entry."""
+        sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
+        t = self.fun
+        entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
+        raw = entry(*leaves0)
+        raw_leaves, raw_paths = _raw_leaves(raw)
+        key = (tuple(a is None for a in axes), tuple(map(_leaf_key, leaves0)),
+               tuple(p for p, _ in raw_paths))
+        loop = self._loops.get(key)
+        if loop is None:
+            parallel = self._parallel(size)
+            loop = self._loops[key] = _LoopBuilder(entry, axes, raw_paths, parallel).build()
+            self.source = loop.source
+        outs = [np.empty((size, int(np.size(v))), dtype=np.result_type(v))
+                for v in raw_leaves]
+        inputs = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
+                  for x, a in zip(moved, axes)]
+        loop.function(*inputs, *outs)
+        batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
+        result = post(_rebuild_raw(raw, iter(batched)), batched=True)
+        return [np.asarray(x) for x in pytree.flatten(result)[0]], pytree.flatten(result)[1]
+
+    def _parallel(self, size):
+        if self.parallel is not None:
+            return self.parallel
+        return size >= PARALLEL_MIN_BATCH and (os.cpu_count() or 1) > 1
+
+    def _place(self, outs, out_tree, size):
+        """Move each output's batch axis to where ``out_axes`` says."""
+        spec = self.out_axes
+        if isinstance(spec, (tuple, list)) and out_tree is None:
+            raise ValueError(f"vmap out_axes={spec!r} is a tuple but the function returns a "
+                             f"single value")
+        axes = _broadcast_axes(spec, out_tree, None)
+        placed = []
+        for k, (x, a) in enumerate(zip(outs, axes)):
+            if a is None:
+                if not all(np.array_equal(x[0], x[b]) for b in range(1, size)):
+                    raise ValueError(f"vmap out_axes=None for output {k}, but it differs "
+                                     f"between examples")
+                placed.append(x[0])
+                continue
+            nd = x.ndim
+            if not -nd <= a < nd:
+                raise ValueError(f"vmap out_axes={a} is out of range for output {k}, which "
+                                 f"has {nd} dimensions once batched")
+            placed.append(np.moveaxis(x, 0, a % nd))
+        return pytree.unflatten(placed, out_tree)
+
+
+def _name(fun):
+    return getattr(fun, "__qualname__", repr(fun))
+
+
+def _leaf_text(tree, j):
+    return "" if tree is None else f" (leaf {j})"
+
+
+def _broadcast_axes(spec, tree, argnum):
+    """One axis per leaf of ``tree`` from an in_axes/out_axes entry."""
+    if tree is None:
+        if isinstance(spec, (tuple, list)):
+            where = f"argument {argnum}" if argnum is not None else "the output"
+            raise ValueError(f"vmap axes {spec!r} are a tuple but {where} is a single value")
+        return [spec]
+    kind, children = tree
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != len(children):
+            where = f"argument {argnum}" if argnum is not None else "the output"
+            raise ValueError(f"vmap axes {spec!r} do not match the structure of {where}, a "
+                             f"{kind.__name__} of {len(children)} values")
+        return [a for s, c in zip(spec, children) for a in _broadcast_axes(s, c, argnum)]
+    return [a for c in children for a in _broadcast_axes(spec, c, argnum)]
+
+
+def _unflatten_args(leaves, treedefs):
+    it = iter(leaves)
+    args = []
+    for tree in treedefs:
+        n = _count(tree)
+        args.append(pytree.unflatten([next(it) for _ in range(n)], tree))
+    return args
+
+
+def _count(tree):
+    return 1 if tree is None else sum(_count(c) for c in tree[1])
+
+
+def _leaf_key(x):
+    if isinstance(x, np.ndarray):
+        return (x.ndim, x.dtype.str)
+    return type(x).__name__
+
+
+def _is_compiled(fun):
+    from .api import Transformed
+    return isinstance(fun, Transformed) and fun.target == "cpu"
+
+
+def _compiled_entry(fun, args):
+    """(Numba entry, its leaf arguments, post-processing) of a jitted transform."""
+    return fun.compiled_call(list(args))
+
+
+def _raw_leaves(raw, path=()):
+    """Leaves of a nested result (None skipped) and their index paths."""
+    if isinstance(raw, tuple):
+        leaves, paths = [], []
+        for k, item in enumerate(raw):
+            ls, ps = _raw_leaves(item, path + (k,))
+            leaves += ls
+            paths += ps
+        return leaves, paths
+    if raw is None:
+        return [], []
+    if not isinstance(raw, (np.ndarray, numbers.Number, np.generic)):
+        raise TypeError(f"vmap: cannot batch an output of type {type(raw).__name__}")
+    return [raw], [(path, np.ndim(raw))]
+
+
+def _rebuild_raw(raw, batched):
+    if isinstance(raw, tuple):
+        return tuple(_rebuild_raw(item, batched) for item in raw)
+    return None if raw is None else next(batched)
+
+
+class _LoopBuilder:
+    """Source of the compiled per-sample loop for one argument/result layout."""
+
+    def __init__(self, entry, axes, raw_paths, parallel):
+        self.entry, self.axes, self.raw_paths, self.parallel = entry, axes, raw_paths, parallel
+
+    def build(self):
+        args = [f"a{i}" for i in range(len(self.axes))]
+        outs = [f"out{k}" for k in range(len(self.raw_paths))]
+        sample = ", ".join(f"{a}[b]" if ax is not None else a
+                           for a, ax in zip(args, self.axes))
+        first = next(a for a, ax in zip(args, self.axes) if ax is not None)
+        body = [f"r = entry({sample})"]
+        for out, (path, ndim) in zip(outs, self.raw_paths):
+            value = "r" + "".join(f"[{k}]" for k in path)
+            if ndim == 0:
+                body.append(f"{out}[b, 0] = {value}")
+            else:
+                body += [f"v = np.ravel({value})", "for k in range(v.shape[0]):",
+                         f"    {out}[b, k] = v[k]"]
+        loop = "prange" if self.parallel else "range"
+        source = (f"@numba.njit(parallel={self.parallel}, cache=False)\n"
+                  f"def vmap_loop({', '.join(args + outs)}):\n"
+                  f"    # one call of the compiled function per example, outputs "
+                  f"written in place\n"
+                  f"    for b in {loop}({first}.shape[0]):\n"
+                  + textwrap.indent("\n".join(body), " " * 8) + "\n")
+        import numba
+        scope = {"numba": numba, "np": np, "prange": numba.prange, "entry": self.entry}
+        exec(compile(source, "<s2s_ad vmap loop>", "exec"), scope)  # noqa: S102 - our source
+        self.function = scope["vmap_loop"]
+        self.source = source
+        return self

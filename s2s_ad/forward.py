@@ -1,0 +1,326 @@
+"""transform (forward mode): a lowered function -> its JVP, as a lowered function.
+
+Receives a lowered :class:`~s2s_ad.ir.Function`, the parameter leaves that
+get tangents, and what to return.  Produces a new :class:`Function` whose
+parameters are the original ones followed by one tangent per differentiated
+leaf, and which returns ``(out, tangent_out)`` (or only ``tangent_out``).
+
+Each statement is followed by its tangent statement, built from the rule's
+declaration: elementwise rules give ``sum(partial * d_operand)``, linear and
+multilinear rules apply themselves to the tangents, max/min/prod have their
+own templates.  Control flow maps structurally: a branch keeps its
+condition, a loop carries the tangents of its carried names, a call to a
+user function calls that function's JVP.  The result is ordinary lowered
+code over registered rules, so every later pass -- printing, compiling, and
+reverse mode (reverse-over-forward for Hessian-vector products) -- reads it
+as it reads user code.  Only names that depend on a differentiated input and
+influence the output get tangents (activity analysis).
+"""
+import ast
+import operator
+from dataclasses import replace
+
+from . import activity, ranks, rules
+from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, walk
+from .rules.internal import BROADCAST_LIKE, INTERNAL, ZEROS_LIKE
+from .rules.registry import _parse
+
+# Non-linear primitives that are neither elementwise nor declared by partials.
+_TEMPLATES = {
+    "np.prod": "rt.sum(rt.prod_grad(np.ones_like(out), a, axis, keepdims) * da, axis, keepdims)",
+    "np.max": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, axis, "
+              "keepdims)",
+    "np.min": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, axis, "
+              "keepdims)",
+}
+_BINOPS = {ast.BitAnd: "np.logical_and", ast.BitOr: "np.logical_or"}
+_BY_EMIT = {}
+_FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+         ast.Div: operator.truediv}
+
+
+def _rule_named(dotted):
+    """The rule a template's ``np.X`` / ``math.X`` / ``rt.X`` call denotes."""
+    if not _BY_EMIT:
+        for r in rules.RULES.values():
+            if isinstance(r.emit, str) and r.emit.startswith("rt."):
+                _BY_EMIT.setdefault(r.emit, r)
+        _BY_EMIT.update(INTERNAL)
+    return rules.RULES.get(dotted) or _BY_EMIT[dotted]
+
+
+def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None):
+    """The JVP of ``fn`` with tangents for the parameter leaves ``wrt``.
+
+    ``output`` is ``"pair"`` (return ``(out, tangent_out)``), ``"tangent"``
+    (return ``tangent_out`` alone) or ``"flat"`` (the leaves of both in one
+    tuple, for a called helper).
+    """
+    cache = program.__dict__.setdefault("_jvps", {}) if cache is None else cache
+    ranks_key = tuple(param_ranks) if param_ranks is not None else None
+    key = ("jvp", fn.key, tuple(wrt), ranks_key, output)
+    if key not in cache:
+        cache[key] = Forward(program, fn, wrt, param_ranks, cache).build(output, key)
+    return cache[key]
+
+
+class Forward:
+    def __init__(self, program, fn, wrt, param_ranks, cache):
+        self.program, self.fn, self.cache = program, fn, cache
+        self.names = fn.names
+        self.wrt = [p for p in fn.params if p in set(wrt)]
+        seeds = [v.name for v in _leaves(fn.out_tree) if isinstance(v, Var)]
+        self.act = activity.analyse(fn, self.wrt, seeds)
+        self.ranks = ranks.infer(fn, list(param_ranks) if param_ranks is not None
+                                 else [None] * len(fn.params))
+        self.classes = ranks.shape_classes(
+            fn, [ranks.SCALAR if self.ranks.get(p) == 0 else ("param", p) for p in fn.params],
+            self.ranks)
+        self.tangent = {}
+        self.mutating = any(isinstance(s, Prim) and s.rule.mutates for s in walk(fn.body))
+
+    # -- names --------------------------------------------------------------
+    def d(self, name):
+        """The tangent name of an active name (allocated on first use)."""
+        if name not in self.tangent:
+            self.tangent[name] = self.names.fresh("d" + name.lstrip("_"))
+        return self.tangent[name]
+
+    def active(self, atom):
+        return isinstance(atom, Var) and atom.name in self.act
+
+    # -- the function -------------------------------------------------------
+    def build(self, output, key):
+        fn = self.fn
+        tangents = [self.d(p) for p in self.wrt]
+        body = []
+        # An active parameter without a tangent (an array written in place
+        # with differentiated values) starts from zero.
+        for p in fn.params:
+            if p in self.act and p not in self.wrt:
+                body.append(Prim([self.d(p)], ZEROS_LIKE, [Var(p)], {}, None))
+        ret = None
+        for s in fn.body:
+            if isinstance(s, Return):
+                ret = s
+            else:
+                self.stmt(s, body)
+        value = ret.value
+        tangent = self.tangent_tree(value, body, ret.loc)
+        if output == "pair":
+            result = Tup((value, tangent))
+        elif output == "flat":        # a helper's: one leaf per call target
+            result = Tup(tuple(_leaves(value)) + tuple(_leaves(tangent)))
+        else:
+            result = tangent
+        body.append(Return(result, ret.loc))
+        name = self.program.module_names.fresh("jvp_" + fn.name)
+        trees = list(fn.param_trees)
+        for t in fn.param_trees:
+            leaves = [v.name for v in _leaves(t) if v.name in self.wrt]
+            if len(leaves) == len(_leaves(t)):
+                trees.append(_mirror(t, self.d))
+            else:
+                trees += [Var(self.d(v)) for v in leaves]
+        return Function(name, list(fn.params) + tangents, trees, body, fn.consts, fn.source,
+                        names=self.names, key=key)
+
+    def tangent_tree(self, value, body, loc):
+        if isinstance(value, Tup):
+            return Tup(tuple(self.tangent_tree(v, body, loc) for v in value.items))
+        if self.active(value):
+            return Var(self.d(value.name))
+        if isinstance(value, Var):
+            return self.emit(body, ZEROS_LIKE, [value], {}, loc)
+        return Const(None) if value.value is None else Const(0.0)
+
+    # -- statements -----------------------------------------------------------
+    def stmt(self, s, body):
+        if isinstance(s, Prim):
+            body.append(replace(s))
+            if s.rule.mutates:
+                self.setitem(s, body)
+            elif len(s.targets) == 1 and s.targets[0] in self.act:
+                self.prim(s, body)
+        elif isinstance(s, Call):
+            self.call(s, body)
+        elif isinstance(s, If):
+            new = replace(s, body=self.block(s.body), orelse=self.block(s.orelse),
+                          joins=dict(s.joins))
+            new.joins.update((self.d(n), j) for n, j in s.joins.items() if n in self.act)
+            body.append(new)
+        elif isinstance(s, For):
+            body.append(replace(s, body=self.block(s.body), carried=self.carried(s.carried)))
+        elif isinstance(s, While):
+            body.append(replace(s, test=self.block(s.test), body=self.block(s.body),
+                                carried=self.carried(s.carried)))
+        else:
+            raise TypeError(f"forward mode cannot transform {s!r}")
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            self.stmt(s, out)
+        return out
+
+    def carried(self, names):
+        return list(names) + [self.d(n) for n in names if n in self.act]
+
+    def setitem(self, s, body):
+        x, value = s.args
+        if x.name not in self.act:
+            return
+        dvalue = Var(self.d(value.name)) if self.active(value) else Const(0.0)
+        body.append(Prim([], s.rule, [Var(self.d(x.name)), dvalue], dict(s.params), s.loc))
+
+    def prim(self, s, body):
+        target = s.targets[0]
+        dt = self.d(target)
+        rule = s.rule
+        active = [(a, p) for a, p in zip(s.args, rule.operands)
+                  if p in rule.diff_operands and (self.active(a) or (
+                      isinstance(a, Tup) and any(self.active(x) for x in a.leaves())))]
+        if not active:
+            body.append(Prim([dt], ZEROS_LIKE, [Var(target)], {}, s.loc))
+            return
+        if rule.elementwise:
+            value = self.elementwise(s, active, body)
+        elif rule.name in _TEMPLATES:
+            env = self.env(s)
+            env["da"] = Var(self.d(s.args[0].name))
+            value = self.template(_TEMPLATES[rule.name], env, body, s.loc)
+        else:
+            value = self.multilinear(s, active, body)
+        if isinstance(value, Var) and value.name in self.tangent.values() and self.mutating \
+                and self.ranks.get(target) != 0:
+            # A fresh array in the primal gets a fresh tangent: an alias
+            # would be changed by a later element write to either.
+            value = self.emit(body, rules.RULES["np.positive"], [value], {}, s.loc)
+        last = body[-1]
+        if isinstance(value, Var) and isinstance(last, Prim) and last.targets == [value.name] \
+                and value.name not in self.tangent.values():
+            last.targets = [dt]          # the last temporary is the tangent itself
+        else:
+            body.append(Prim([dt], rules.RULES["copy"], [value], {}, s.loc))
+
+    def env(self, s):
+        env = {p: a for p, a in zip(s.rule.operands, s.args)}
+        env.update(s.params)
+        env["out"] = Var(s.targets[0])
+        return env
+
+    def elementwise(self, s, active, body):
+        rule, target = s.rule, s.targets[0]
+        env = self.env(s)
+        terms, full = [], self.ranks.get(target) == 0
+        out_class = self.classes.get(target)
+        for arg, p in active:
+            partial = self.template(rule.partials[p], env, body, s.loc)
+            da = Var(self.d(arg.name))
+            if partial == Const(1.0):
+                term = da
+            elif partial == Const(-1.0):
+                term = self.emit(body, rules.RULES["np.negative"], [da], {}, s.loc)
+            else:
+                term = self.emit(body, rules.RULES["np.multiply"], [partial, da], {}, s.loc)
+                full = full or self._full(partial, out_class)
+            full = full or self._full(arg, out_class)
+            terms.append(term)
+        value = self.total(terms, body, s.loc)
+        if not full:
+            value = self.emit(body, BROADCAST_LIKE, [value, Var(target)], {}, s.loc)
+        return value
+
+    def _full(self, atom, out_class):
+        """Whether ``atom`` is known to have the statement's output shape."""
+        return out_class is not None and ranks.class_of(atom, self.classes) == out_class
+
+    def multilinear(self, s, active, body):
+        terms = []
+        for arg, p in active:
+            args = list(s.args)
+            i = s.rule.operands.index(p)
+            args[i] = self.tangent_of(arg, body, s.loc)
+            terms.append(self.emit(body, s.rule, args, dict(s.params), s.loc))
+        return self.total(terms, body, s.loc)
+
+    def tangent_of(self, arg, body, loc):
+        if isinstance(arg, Tup):
+            return Tup(tuple(self.tangent_of(x, body, loc) for x in arg.items))
+        if self.active(arg):
+            return Var(self.d(arg.name))
+        if isinstance(arg, Var) and self.ranks.get(arg.name) != 0:
+            return self.emit(body, ZEROS_LIKE, [arg], {}, loc)
+        return Const(0.0)
+
+    def total(self, terms, body, loc):
+        value = terms[0]
+        for term in terms[1:]:
+            value = self.emit(body, rules.RULES["np.add"], [value, term], {}, loc)
+        return value
+
+    def call(self, s, body):
+        body.append(replace(s))
+        ins = [p for p, a in zip(s.callee.params, s.args) if self.active(a)]
+        outs = [t for t in s.targets if t in self.act]
+        if not ins or not outs:
+            for t in outs:
+                body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
+            return
+        arg_ranks = [ranks.rank_of(a, self.ranks) for a in s.args]
+        callee = jvp_function(self.program, s.callee, ins, arg_ranks, "flat", self.cache)
+        body.pop()
+        tangents = [Var(self.d(a.name)) for a in s.args if self.active(a)]
+        douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
+        body.append(Call(list(s.targets) + douts, callee, list(s.args) + tangents, s.loc))
+
+    # -- templates --------------------------------------------------------------
+    def emit(self, body, rule, args, params, loc):
+        target = self.names.temp()
+        body.append(Prim([target], rule, list(args), params, loc))
+        return Var(target)
+
+    def template(self, text, env, body, loc):
+        return self._expr(_parse(text), env, body, loc)
+
+    def _expr(self, node, env, body, loc):
+        ex = lambda n: self._expr(n, env, body, loc)  # noqa: E731
+        if isinstance(node, ast.Constant):
+            return Const(node.value)
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp):
+            operand = ex(node.operand)
+            if isinstance(operand, Const) and isinstance(node.op, ast.USub):
+                return Const(-operand.value)
+            return self.emit(body, rules.RULES[rules.OPERATORS[type(node.op)]], [operand], {}, loc)
+        if isinstance(node, ast.BinOp):
+            left, right = ex(node.left), ex(node.right)
+            if isinstance(left, Const) and isinstance(right, Const) and type(node.op) in _FOLD:
+                return Const(_FOLD[type(node.op)](left.value, right.value))
+            name = _BINOPS.get(type(node.op)) or rules.OPERATORS[type(node.op)]
+            return self.emit(body, rules.RULES[name], [left, right], {}, loc)
+        if isinstance(node, ast.Compare):
+            name = rules.OPERATORS[type(node.ops[0])]
+            return self.emit(body, rules.RULES[name], [ex(node.left), ex(node.comparators[0])],
+                             {}, loc)
+        if isinstance(node, ast.Call):
+            rule = _rule_named(ast.unparse(node.func))
+            bound = rules.bind(rule, [ex(a) for a in node.args], {}, ValueError)
+            operands = [bound[p] for p in rule.operands if p in bound]
+            params = {p: bound[p] for p in rule.params if p not in rule.operands and p in bound}
+            for p, default in rule.defaults.items():
+                params.setdefault(p, Const(default))
+            return self.emit(body, rule, operands, params, loc)
+        raise TypeError(f"unsupported template expression {ast.unparse(node)}")
+
+
+def _leaves(tree):
+    return list(tree.leaves()) if isinstance(tree, Tup) else [tree]
+
+
+def _mirror(tree, d):
+    if isinstance(tree, Tup):
+        return Tup(tuple(_mirror(t, d) for t in tree.items))
+    return Var(d(tree.name))
+

@@ -1,0 +1,374 @@
+"""Forward mode and the transforms built on it: jvp, jacfwd, jacrev, hessian, hvp.
+
+Forward mode is a compiler layer (:mod:`s2s_ad.forward`): ``jvp(f)`` runs a
+generated function that returns ``(out, tangent_out)``.  Compositions are
+put in one canonical order before anything is generated -- forward layers
+innermost, reverse mode (if any) outermost -- because derivatives commute:
+
+* ``jvp(grad(f))`` (forward-over-reverse) is computed as the gradient of
+  ``f``'s directional derivative (reverse-over-forward): the same numbers,
+  one generated function, no stack of stacks.
+* ``grad(grad(f))`` is the gradient of the directional derivative along the
+  inner argument's unit tangent (see :func:`s2s_ad.api._grad_of_grad`).
+* A Jacobian is assembled column by column from JVPs (``jacfwd``) or row by
+  row from VJPs (``jacrev``); a Jacobian of something that is itself a
+  gradient is built from Hessian-vector products.
+"""
+import numpy as np
+
+from . import pytree
+from .api import Transformed, _check_arity, _plain, vjp
+
+
+def jvp(fun, primals, tangents):
+    """``(out, tangent_out)``: ``fun`` and its derivative along ``tangents``."""
+    primals, tangents = _check_jvp_args(fun, primals, tangents)
+    if isinstance(fun, Jacobian):
+        return fun.jvp(primals, tangents)
+    t = _as_transformed(fun)
+    primals = _check_arity(t.fun, primals) if not t.units else primals
+    nums = tuple(i for i, p in enumerate(primals) if _is_float_tree(p))
+    given = [tangents[i] for i in nums]
+    if not nums:
+        return t(*primals), _zero_tangent(t(*primals))
+    if t.kind == "primal":
+        layered = t.derived("primal", layers=t.layers + ((nums, "pair"),))
+        out, dout = layered(*_with_units(t, primals), *given)
+        return out, _like_out(dout, out)
+    if t.kind in ("grad", "value_and_grad"):
+        if t.has_aux:
+            raise TypeError("jvp of a gradient taken with has_aux=True is not defined: the "
+                            "auxiliary output has no derivative; drop has_aux or return the "
+                            "auxiliary value from a separate function")
+        out = t(*primals)
+        layered = t.derived(t.kind, layers=t.layers + ((nums, "tangent"),),
+                            units=())
+        units = [_unit(primals[i]) for i in t.units]
+        return out, layered(*primals, *units, *given)
+    raise TypeError(f"jvp cannot differentiate {t!r}")
+
+
+def hvp(fun, primals, tangents):
+    """Hessian-vector product of scalar ``fun`` (gradient w.r.t. its first argument)."""
+    primals, tangents = _check_jvp_args(fun, primals, tangents)
+    t = _as_transformed(fun)
+    if t.kind != "primal":
+        raise TypeError(f"hvp needs a scalar function, got {t!r}")
+    if not _is_float_tree(primals[0]):
+        raise TypeError(f"hvp differentiates with respect to the first argument, which holds "
+                        f"{_describe_tree(primals[0])}; only float64/float32 values are "
+                        f"differentiable")
+    nums = tuple(i for i, p in enumerate(primals) if _is_float_tree(p))
+    layered = t.derived("grad", argnums=(0,), single=True,
+                        layers=t.layers + ((nums, "tangent"),))
+    return layered(*_with_units(t, primals), *[tangents[i] for i in nums])
+
+
+def jacfwd(fun, argnums=0):
+    """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf."""
+    return Jacobian(fun, argnums, "fwd")
+
+
+def jacrev(fun, argnums=0):
+    """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf."""
+    return Jacobian(fun, argnums, "rev")
+
+
+def hessian(fun, argnums=0):
+    """``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+class Jacobian:
+    """The Jacobian of ``fun`` with respect to ``args[argnums]``.
+
+    Columns come from JVPs along unit tangents (``fwd``), rows from VJPs
+    with unit cotangents (``rev``).  The Jacobian of a scalar function by
+    reverse mode is its gradient, which is what ``jacrev`` computes then (one
+    VJP); ``jvp`` of a Jacobian differentiates each column or row again.
+    """
+
+    def __init__(self, fun, argnums, mode):
+        if not callable(fun):
+            raise TypeError(f"expected a function, got {fun!r}")
+        self.fun = fun
+        self.mode = mode
+        self.single = isinstance(argnums, int) and not isinstance(argnums, bool)
+        self.argnums = (argnums,) if self.single else tuple(argnums)
+        if not self.argnums or not all(isinstance(i, int) and not isinstance(i, bool)
+                                       for i in self.argnums):
+            raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got "
+                            f"{argnums!r}")
+        if not isinstance(fun, Jacobian):
+            _as_transformed(fun)           # fences the source now, at the user's line
+        self.__wrapped__ = fun
+        self.__name__ = f"jac{mode}_{getattr(fun, '__name__', 'f')}"
+        self.__qualname__ = self.__name__
+
+    def with_target(self, target, options):
+        from .api import jit
+        inner = jit(self.fun, target=target, cache=options.get("cache", True),
+                    fastmath=options.get("fastmath", False))
+        return Jacobian(inner, self.argnums[0] if self.single else self.argnums, self.mode)
+
+    def generated_source(self, *example_args):
+        """The generated function the Jacobian is assembled from, with a note on how."""
+        from .api import source
+        inner, how = self._generator()
+        text = source(inner, *example_args)
+        return f"# {self.__qualname__}: {how}\n{text}"
+
+    def _generator(self):
+        fun, nums = self.fun, self.argnums
+        if isinstance(fun, Jacobian):
+            if fun.mode == "rev" and not isinstance(fun.fun, Jacobian):
+                t = _as_transformed(fun.fun)
+                if t.kind == "primal":
+                    hvp = t.derived("grad", argnums=fun.argnums, single=fun.single,
+                                    layers=t.layers + ((nums, "tangent"),))
+                    return hvp, ("one column per unit tangent, each a Hessian-vector product "
+                                 "(the gradient of the directional derivative, below)")
+            inner, how = fun._generator()
+            return inner, f"differentiated column by column; the inner Jacobian is {how}"
+        t = _as_transformed(fun)
+        if self.mode == "rev" and t.kind == "primal":
+            return (t.derived("vjp", argnums=nums),
+                    "one row per unit cotangent of the output, each a VJP (below)")
+        if t.kind == "primal":
+            return (t.derived("primal", layers=t.layers + ((nums, "pair"),)),
+                    "one column per unit tangent of the input, each a JVP (below)")
+        return (t.derived(t.kind, layers=t.layers + ((nums, "tangent"),), units=()),
+                "one column per unit tangent, each the derivative of the gradient along it "
+                "(below)")
+
+    def __repr__(self):
+        return f"<s2s_ad jac{self.mode} of {self.fun!r}, argnums={self.argnums}>"
+
+    @property
+    def target(self):
+        inner = self.fun
+        while isinstance(inner, Jacobian):
+            inner = inner.fun
+        return getattr(inner, "target", "python")
+
+    def _nums(self, args):
+        n = len(args)
+        nums = []
+        for i in self.argnums:
+            if not -n <= i < n:
+                raise ValueError(f"argnums={self.argnums} is out of range for {n} arguments")
+            nums.append(i % n)
+            if not _is_float_tree(args[i]):
+                raise TypeError(f"cannot differentiate with respect to argument {i}: it holds "
+                                f"{_describe_tree(args[i])}, and only float64/float32 values "
+                                f"are differentiable")
+        return nums
+
+    def __call__(self, *args):
+        return self._evaluate(args, None)
+
+    def jvp(self, primals, tangents):
+        return self._evaluate(primals, tangents)
+
+    def _evaluate(self, args, direction):
+        """The Jacobian at ``args`` (with its JVP along ``direction`` if given)."""
+        nums = self._nums(args)
+        if self.mode == "rev" and direction is None and not isinstance(self.fun, Jacobian):
+            t = _as_transformed(self.fun)
+            if t.kind == "primal":
+                return self._reverse(t, args, nums)
+        pieces = self._forward(args, nums, direction)
+        return pieces
+
+    def _forward(self, args, nums, direction):
+        """Columns along each unit tangent of each differentiated leaf."""
+        zeros = [_zero_tangent(a) for a in args]
+        out, cols, dcols = None, {}, {}
+        for i in nums:
+            leaves, tree = pytree.flatten(args[i])
+            for j, leaf in enumerate(leaves):
+                for k in range(int(np.size(leaf))):
+                    basis = [np.zeros_like(x) if isinstance(x, np.ndarray) else 0.0 * x
+                             for x in leaves]
+                    basis[j] = _unit_at(leaf, k)
+                    tangents = list(zeros)
+                    tangents[i] = pytree.unflatten(basis, tree)
+                    if direction is None:
+                        out, col = jvp(self.fun, tuple(args), tuple(tangents))
+                        cols.setdefault((i, j), []).append(col)
+                    else:
+                        col, dcol = _jvp_of_column(self.fun, args, tangents, direction)
+                        out = col
+                        cols.setdefault((i, j), []).append(col)
+                        dcols.setdefault((i, j), []).append(dcol)
+        jac = self._assemble(out, args, nums, cols)
+        if direction is None:
+            return jac
+        return jac, self._assemble(out, args, nums, dcols)
+
+    def _assemble(self, out, args, nums, cols):
+        """Stack columns into ``out.shape + in.shape`` per output and input leaf."""
+        out_leaves, out_tree = pytree.flatten(out)
+        per_arg = []
+        for i in nums:
+            in_leaves, in_tree = pytree.flatten(args[i])
+            blocks = []
+            for o, ol in enumerate(out_leaves):
+                per_in = []
+                for j, il in enumerate(in_leaves):
+                    stacked = np.stack([np.asarray(pytree.flatten(c)[0][o])
+                                        for c in cols[(i, j)]], axis=-1)
+                    per_in.append(stacked.reshape(np.shape(ol) + np.shape(il)).astype(
+                        np.result_type(ol, il), copy=False))
+                blocks.append(_scalarize(pytree.unflatten(per_in, in_tree)))
+            per_arg.append(pytree.unflatten(blocks, out_tree))
+        return per_arg[0] if self.single else tuple(per_arg)
+
+    def _reverse(self, t, args, nums):
+        """Rows from VJPs with unit cotangents (one VJP for a scalar output)."""
+        out, pull = vjp(t, *args)
+        out_leaves, out_tree = pytree.flatten(out)
+        rows = {}
+        for o, ol in enumerate(out_leaves):
+            for k in range(int(np.size(ol))):
+                ct = [np.zeros_like(x) if isinstance(x, np.ndarray) else 0.0 * x
+                      for x in out_leaves]
+                ct[o] = _unit_at(ol, k)
+                cts = pull(pytree.unflatten(ct, out_tree))
+                rows.setdefault(o, []).append(cts)
+        per_arg = []
+        for i in nums:
+            in_leaves, in_tree = pytree.flatten(args[i])
+            blocks = []
+            for o, ol in enumerate(out_leaves):
+                per_in = []
+                for j, il in enumerate(in_leaves):
+                    stacked = np.stack([np.asarray(pytree.flatten(r[i])[0][j])
+                                        for r in rows[o]])
+                    per_in.append(stacked.reshape(np.shape(ol) + np.shape(il)).astype(
+                        np.result_type(ol, il), copy=False))
+                blocks.append(_scalarize(pytree.unflatten(per_in, in_tree)))
+            per_arg.append(pytree.unflatten(blocks, out_tree))
+        return per_arg[0] if self.single else tuple(per_arg)
+
+
+def _jvp_of_column(fun, args, basis, direction):
+    """(column, its derivative along ``direction``) for one unit tangent ``basis``."""
+    if isinstance(fun, Jacobian):
+        # A column of a Jacobian of a Jacobian: differentiate the inner one.
+        inner_col = Jacobian(_Column(fun, basis), fun.argnums if not fun.single
+                             else fun.argnums[0], "fwd")
+        return inner_col.jvp(args, direction)
+    t = _as_transformed(fun)
+    nums = tuple(i for i, p in enumerate(args) if _is_float_tree(p))
+    inner = [basis[i] for i in nums]
+    if t.kind == "primal":
+        # column(x) = jvp(f, x, e)[1]; its JVP along the direction is a
+        # second forward layer over the first.
+        layered = t.derived("primal", layers=t.layers + ((nums, "tangent"),
+                                                         (nums, "pair")))
+        col, dcol = layered(*_with_units(t, args), *inner,
+                            *[direction[i] for i in nums])
+        return col, dcol
+    col = jvp(t, tuple(args), tuple(basis))[1]
+    # The derivative of a gradient's column: a second forward layer under the
+    # gradient (reverse over forward over forward).
+    layered = t.derived(t.kind, layers=t.layers + ((nums, "tangent"), (nums, "tangent")),
+                        units=())
+    units = [_unit(args[i]) for i in t.units]
+    return col, layered(*args, *units, *inner, *[direction[i] for i in nums])
+
+
+class _Column:
+    """Placeholder for Jacobians nested three deep (differentiated column-wise)."""
+
+    def __init__(self, jac, basis):
+        self.jac, self.basis = jac, basis
+
+    def __call__(self, *args):
+        return self.jac.jvp(args, self.basis)[1]
+
+
+def _as_transformed(fun):
+    if isinstance(fun, Transformed):
+        return fun
+    f, target, options = _plain(fun)
+    return Transformed(f, "primal", target=target, options=options)
+
+
+def _with_units(t, args):
+    return tuple(args) + tuple(_unit(args[i]) for i in t.units)
+
+
+def _unit(x):
+    return type(x)(1.0) if isinstance(x, np.generic) else 1.0
+
+
+def _unit_at(leaf, k):
+    if isinstance(leaf, np.ndarray):
+        e = np.zeros_like(leaf)
+        e.flat[k] = 1.0
+        return e
+    return type(leaf)(1.0) if isinstance(leaf, np.generic) else 1.0
+
+
+def _scalarize(x):
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return x[()]
+    return x
+
+
+def _is_float_tree(x):
+    leaves, _ = pytree.flatten(x)
+    return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
+
+
+def _describe_tree(x):
+    leaves, _ = pytree.flatten(x)
+    bad = [v for v in leaves if not pytree.is_float_leaf(v)]
+    return pytree.describe(bad[0]) if bad else "no values"
+
+
+def _zero_tangent(x):
+    leaves, tree = pytree.flatten(x)
+    return pytree.unflatten([np.zeros_like(v) if isinstance(v, np.ndarray)
+                             else (0.0 * v if isinstance(v, (float, np.floating)) else v)
+                             for v in leaves], tree)
+
+
+def _like_out(dout, out):
+    """Tangents in the output's container types and float dtypes."""
+    d_leaves, _ = pytree.flatten(dout)
+    o_leaves, tree = pytree.flatten(out)
+    fixed = []
+    for d, o in zip(d_leaves, o_leaves):
+        if isinstance(o, np.ndarray) and isinstance(d, np.ndarray) and o.dtype.kind == "f" \
+                and d.dtype != o.dtype:
+            d = d.astype(o.dtype)
+        elif isinstance(o, np.ndarray) and not isinstance(d, np.ndarray) and d is not None:
+            d = np.full(o.shape, d, dtype=o.dtype if o.dtype.kind == "f" else float)
+        elif isinstance(o, np.floating) and d is not None:
+            d = type(o)(d)
+        fixed.append(d)
+    return pytree.unflatten(fixed, tree) if len(fixed) == len(o_leaves) else dout
+
+
+def _check_jvp_args(fun, primals, tangents):
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"primals must be a tuple of arguments, got {type(primals).__name__}")
+    if not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"tangents must be a tuple with one entry per primal, got "
+                        f"{type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; pass "
+                         f"one tangent per primal")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        pl, pt = pytree.flatten(p)
+        tl, tt = pytree.flatten(t)
+        if pytree.structure(pt) != pytree.structure(tt) or len(pl) != len(tl):
+            raise ValueError(f"tangent {i} has a different structure from primal {i}")
+        for a, b in zip(pl, tl):
+            if np.shape(a) != np.shape(b):
+                raise ValueError(f"tangent {i} has shape {np.shape(b)}, but primal {i} has "
+                                 f"shape {np.shape(a)}")
+    return tuple(primals), tuple(tangents)
