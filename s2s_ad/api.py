@@ -33,6 +33,8 @@ class Transformed:
         self._built = {}
         self._last = None
         self._nargs = _layered_arg_count(fun, self.layers)
+        if kind == "vjp" and self._nargs is not None:
+            self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
         functools.update_wrapper(self, fun)
         if kind == "primal":
@@ -53,9 +55,11 @@ class Transformed:
                         options=self.options, single=self.single, layers=self.layers,
                         units=self.units)
         settings.update(changes)
-        t = Transformed(self.fun, "grad" if kind == "value_and_grad" else kind or self.kind,
-                        **settings)
-        t.kind = kind or self.kind
+        kind = kind or self.kind
+        key = (self.fun, kind, tuple(sorted((k, _hashable(v)) for k, v in settings.items())))
+        t = _DERIVED.get(key)
+        if t is None:
+            t = _DERIVED[key] = Transformed(self.fun, kind, **settings)
         return t
 
     def state(self, trees, ranks=()):
@@ -143,7 +147,7 @@ class Transformed:
             if not pytree.is_float_leaf(args[i]):
                 _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
-        if not self._last.checked:
+        if not self._last.checked and self.kind != "vjp":
             self._check_scalar(args)
 
         def post(raw, batched=False):
@@ -185,6 +189,15 @@ class Transformed:
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
         self._last.checked = True
+
+
+#: Transforms built by :meth:`Transformed.derived`, kept so that a composition
+#: called again (``ad.hvp(f, ...)`` in a loop) reuses its generated code.
+_DERIVED = {}
+
+
+def _hashable(v):
+    return tuple(sorted(v.items())) if isinstance(v, dict) else v
 
 
 def _unit_like(x, t):

@@ -14,6 +14,8 @@ innermost, reverse mode (if any) outermost -- because derivatives commute:
   row from VJPs (``jacrev``); a Jacobian of something that is itself a
   gradient is built from Hessian-vector products.
 """
+import weakref
+
 import numpy as np
 
 from . import pytree
@@ -173,12 +175,85 @@ class Jacobian:
     def _evaluate(self, args, direction):
         """The Jacobian at ``args`` (with its JVP along ``direction`` if given)."""
         nums = self._nums(args)
-        if self.mode == "rev" and direction is None and not isinstance(self.fun, Jacobian):
-            t = _as_transformed(self.fun)
-            if t.kind == "primal":
-                return self._reverse(t, args, nums)
-        pieces = self._forward(args, nums, direction)
-        return pieces
+        if direction is None:
+            batched = self._batched(args, nums)
+            if batched is not None:
+                return batched
+        return self._forward(args, nums, direction)
+
+    def _batched(self, args, nums):
+        """All columns (or rows) in one batched call of one generated function.
+
+        The JVP (or VJP) is mapped over the unit tangents (cotangents) with
+        :func:`~s2s_ad.vmap`, so under ``ad.jit`` one compiled loop computes
+        the whole Jacobian.  None where this does not apply (a Jacobian of a
+        Jacobian of a vector function), which then goes column by column.
+        """
+        inner = self.fun
+        if isinstance(inner, Jacobian):
+            if inner.mode != "rev" or isinstance(inner.fun, Jacobian):
+                return None
+            t = _as_transformed(inner.fun)
+            if t.kind != "primal" or inner.argnums != self.argnums and not (
+                    len(inner.argnums) == 1 and inner.argnums[0] % len(args) == nums[0]):
+                return None
+            out = t(*args)
+            if pytree.flatten(out)[1] is not None or np.ndim(out) != 0:
+                return None
+            # The Hessian of a scalar function: one Hessian-vector product
+            # (gradient of the directional derivative) per unit tangent.
+            grad_of = t.derived("grad", argnums=tuple(inner._nums(args)), single=inner.single,
+                                layers=t.layers + ((tuple(nums), "tangent"),))
+            return self._columns(grad_of, args, nums, lambda r: r, inner_single=inner.single)
+        t = _as_transformed(inner)
+        if self.mode == "rev" and t.kind == "primal":
+            return self._rows(t, args, nums)
+        if t.kind == "primal":
+            layered = t.derived("primal", layers=t.layers + ((tuple(nums), "pair"),))
+            return self._columns(layered, _with_units(t, args), nums, lambda r: r[1])
+        if t.has_aux:
+            return None
+        layered = t.derived(t.kind, layers=t.layers + ((tuple(nums), "tangent"),), units=())
+        return self._columns(layered, _with_units(t, args), nums, lambda r: r)
+
+    def _columns(self, layered, args, nums, tangent_of, inner_single=None):
+        """Map ``layered(*args, *tangents)`` over unit tangents; assemble the Jacobian."""
+        basis, blocks = _unit_basis([args[i] for i in nums])
+        axes = (None,) * len(args) + (0,) * len(nums)
+        result = tangent_of(_mapped(layered, axes)(*args, *basis))
+        out_leaves, out_tree = pytree.flatten(result)
+        per_arg = []
+        for n, i in enumerate(nums):
+            in_leaves, in_tree = pytree.flatten(args[i])
+            per_out = []
+            for ol in out_leaves:
+                per_in = []
+                for (start, size), il in zip(blocks[n], in_leaves):
+                    cols = np.moveaxis(np.asarray(ol)[start:start + size], 0, -1)
+                    per_in.append(_scalarize(cols.reshape(np.shape(ol)[1:] + np.shape(il))))
+                per_out.append(pytree.unflatten(per_in, in_tree))
+            per_arg.append(pytree.unflatten(per_out, out_tree))
+        return per_arg[0] if self.single else tuple(per_arg)
+
+    def _rows(self, t, args, nums):
+        """Map the VJP over unit cotangents of the output; assemble the Jacobian."""
+        out = t(*args)
+        out_leaves, out_tree = pytree.flatten(out)
+        basis, blocks = _unit_basis([out])
+        pull = t.derived("vjp", argnums=tuple(nums), single=False)
+        axes = (None,) * len(args) + (0,)
+        grads = _mapped(pull, axes)(*args, basis[0])
+        per_arg = []
+        for n, i in enumerate(nums):
+            g_leaves, _ = pytree.flatten(grads[n])
+            in_leaves, in_tree = pytree.flatten(args[i])
+            per_out = []
+            for (start, size), ol in zip(blocks[0], out_leaves):
+                per_in = [_scalarize(np.asarray(g)[start:start + size].reshape(
+                    np.shape(ol) + np.shape(il))) for g, il in zip(g_leaves, in_leaves)]
+                per_out.append(pytree.unflatten(per_in, in_tree))
+            per_arg.append(pytree.unflatten(per_out, out_tree))
+        return per_arg[0] if self.single else tuple(per_arg)
 
     def _forward(self, args, nums, direction):
         """Columns along each unit tangent of each differentiated leaf."""
@@ -252,6 +327,44 @@ class Jacobian:
         return per_arg[0] if self.single else tuple(per_arg)
 
 
+_MAPPED = {}
+
+
+def _mapped(fun, axes):
+    """``vmap(fun, in_axes=axes)``, built once (its compiled loop is kept)."""
+    from .batching import vmap
+    key = (fun, axes)
+    if key not in _MAPPED:
+        _MAPPED[key] = vmap(fun, in_axes=axes)
+    return _MAPPED[key]
+
+
+def _unit_basis(values):
+    """Unit tangents of all leaves of ``values`` together, stacked on a new axis 0.
+
+    Returns one pytree per value (leaves shaped ``(N,) + leaf.shape`` where
+    N counts every element of every leaf) and, per value, each leaf's
+    (first row, size) in that stack.
+    """
+    sizes = [[int(np.size(x)) for x in pytree.flatten(v)[0]] for v in values]
+    total = sum(map(sum, sizes))
+    start, basis, blocks = 0, [], []
+    for v, leaf_sizes in zip(values, sizes):
+        leaves, tree = pytree.flatten(v)
+        stacked, where = [], []
+        for leaf, size in zip(leaves, leaf_sizes):
+            dtype = leaf.dtype if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f" else (
+                np.dtype(type(leaf)) if isinstance(leaf, np.floating) else np.float64)
+            e = np.zeros((total, size), dtype=dtype)
+            e[start:start + size] = np.eye(size, dtype=dtype)
+            stacked.append(e.reshape((total,) + np.shape(leaf)))
+            where.append((start, size))
+            start += size
+        basis.append(pytree.unflatten(stacked, tree))
+        blocks.append(where)
+    return basis, blocks
+
+
 def _jvp_of_column(fun, args, basis, direction):
     """(column, its derivative along ``direction``) for one unit tangent ``basis``."""
     if isinstance(fun, Jacobian):
@@ -292,8 +405,14 @@ class _Column:
 def _as_transformed(fun):
     if isinstance(fun, Transformed):
         return fun
-    f, target, options = _plain(fun)
-    return Transformed(f, "primal", target=target, options=options)
+    t = _PLAIN.get(fun)
+    if t is None:
+        f, target, options = _plain(fun)
+        t = _PLAIN[fun] = Transformed(f, "primal", target=target, options=options)
+    return t
+
+
+_PLAIN = weakref.WeakKeyDictionary()     # a plain function -> its primal transform
 
 
 def _with_units(t, args):
