@@ -33,12 +33,13 @@ from . import runtime  # noqa: E402
 from ._stop import stop_gradient  # noqa: E402
 from .api import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
 from .batching import vmap  # noqa: E402
+from .custom import custom_jvp, custom_vjp  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402
 from .jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp", "vmap",
-           "jit",
+           "jit", "custom_vjp", "custom_jvp",
            "source", "stop_gradient", "runtime",
            "Transformed", "UnsupportedSyntaxError", "NonDifferentiableError"]

@@ -18,7 +18,7 @@ import operator
 import gast
 import numpy as np
 
-from . import rules
+from . import custom, rules
 from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While
 from .names import Names
 from .parse import FunctionSource, is_user_function
@@ -76,6 +76,10 @@ class Program:
             self._active.pop()
         self.functions[key] = lowered
         return lowered
+
+    def lower_custom(self, custom_fn, trees, call_node=None, caller=None):
+        """Lower a custom_vjp/custom_jvp function (its body), marked with its rule."""
+        return custom.lower_custom(self, custom_fn, trees, call_node, caller)
 
 
 def tree_of(value):
@@ -558,6 +562,8 @@ class Lowerer:
         return self.emit_call(rule, [self.expr(func.value)] + args, kwargs, node)
 
     def call(self, obj, args, kwargs, node):
+        if custom.rule_of(obj) is not None:
+            return self.call_user(obj.fun, args, kwargs, node, custom=obj)
         target = getattr(obj, "__s2s_ad_function__", None)
         if target is not None:
             obj = target
@@ -600,7 +606,7 @@ class Lowerer:
             table[key] = Var(target)
         return Var(target)
 
-    def call_user(self, fn, args, kwargs, node):
+    def call_user(self, fn, args, kwargs, node, custom=None):
         src_params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         defaults = fn.__defaults__ or ()
         bound = dict(zip(src_params, args))
@@ -615,9 +621,13 @@ class Lowerer:
                     raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
                 bound[p] = self.constant(p, defaults[i - first_default], node)
         values = [bound[p] for p in src_params]
-        if self.loops and _has_loops(self.program.source(fn)):
+        if custom is None and self.loops and _has_loops(self.program.source(fn)):
             return self.inline(fn, values, node)
-        callee = self.program.lower(fn, [tree_of(v) for v in values], node, self.src)
+        trees = [tree_of(v) for v in values]
+        if custom is not None:
+            callee = self.program.lower_custom(custom, trees, node, self.src)
+        else:
+            callee = self.program.lower(fn, trees, node, self.src)
         leaves = [leaf for v in values for leaf in _leaves(v)]
         out = self._fresh_like(callee.out_tree)
         self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))

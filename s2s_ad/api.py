@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from . import pipeline, pytree
+from . import custom, pipeline, pytree
 from .backends import TARGETS
 from .parse import FunctionSource
 
@@ -36,7 +36,7 @@ class Transformed:
         if kind == "vjp" and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
         if kind == "primal":
             self.__s2s_ad_function__ = fun
 
@@ -333,7 +333,7 @@ def _plain(f):
         return f.fun, f.target, f.options
     if not callable(f):
         raise TypeError(f"expected a function, got {f!r}")
-    FunctionSource(f)
+    FunctionSource(f.fun if custom.rule_of(f) else f)
     return f, "python", {}
 
 
@@ -440,7 +440,7 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False):
         return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
         raise TypeError(f"jit expects a function, got {fun!r}")
-    FunctionSource(fun)
+    FunctionSource(fun.fun if custom.rule_of(fun) else fun)
     return Transformed(fun, "primal", target=target, options=options)
 
 

@@ -79,7 +79,8 @@ class Batched:
     def generated_source(self, *example_args):
         """The per-sample loop (once compiled) and the function it calls."""
         from .api import source
-        inner = source(self.fun)
+        inner = source(self.fun, *example_args) if example_args and _is_compiled(self.fun) \
+            else source(self.fun)
         if _is_compiled(self.fun):
             loop = self.source or ("# (the compiled prange loop is generated on the first "
                                    "call, for the argument layout it sees)\n")
@@ -155,23 +156,32 @@ class Batched:
 
     def _compiled(self, args, moved, axes, size, treedefs):
         """The per-sample loop as a Numba function around the compiled entry."""
+        if size == 0:
+            raise ValueError("vmap over an empty batch")
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
         t = self.fun
         entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
         raw = entry(*leaves0)
         raw_leaves, raw_paths = _raw_leaves(raw)
+        parallel = self._parallel(size)
         key = (tuple(a is None for a in axes), tuple(map(_leaf_key, leaves0)),
-               tuple(p for p, _ in raw_paths))
+               tuple(p for p, _ in raw_paths), parallel)
         loop = self._loops.get(key)
         if loop is None:
-            parallel = self._parallel(size)
             loop = self._loops[key] = _LoopBuilder(entry, axes, raw_paths, parallel).build()
-            self.source = loop.source
-        outs = [np.empty((size, int(np.size(v))), dtype=np.result_type(v))
+        self.source = loop.source
+        floats = _float_dtype(leaves0)
+        outs = [np.empty((size, int(np.size(v))),
+                         dtype=floats if type(v) is float else np.result_type(v))
                 for v in raw_leaves]
         inputs = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
                   for x, a in zip(moved, axes)]
-        loop.function(*inputs, *outs)
+        misfit = np.zeros(size, dtype=np.bool_)
+        loop.function(*inputs, *outs, misfit)
+        if misfit.any():
+            raise ValueError(f"vmap: an output of {_name(self.fun)} has a different shape for "
+                             f"example {int(np.argmax(misfit))} than for example 0; every "
+                             f"example must give outputs of one shape")
         batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
         result = post(_rebuild_raw(raw, iter(batched)), batched=True)
         return [np.asarray(x) for x in pytree.flatten(result)[0]], pytree.flatten(result)[1]
@@ -242,6 +252,18 @@ def _count(tree):
     return 1 if tree is None else sum(_count(c) for c in tree[1])
 
 
+def _float_dtype(leaves):
+    """The float type of a scalar result Numba returned as a Python float.
+
+    Numba returns float32 scalars as Python floats; a result computed from
+    float32 inputs alone is float32, as the un-batched transform returns it.
+    """
+    kinds = [np.result_type(x) for x in leaves
+             if isinstance(x, (np.ndarray, np.floating)) and np.result_type(x).kind == "f"]
+    return np.result_type(*kinds) if kinds and all(k == np.float32 for k in kinds) \
+        else np.dtype(np.float64)
+
+
 def _leaf_key(x):
     if isinstance(x, np.ndarray):
         return (x.ndim, x.dtype.str)
@@ -298,11 +320,15 @@ class _LoopBuilder:
             if ndim == 0:
                 body.append(f"{out}[b, 0] = {value}")
             else:
-                body += [f"v = np.ravel({value})", "for k in range(v.shape[0]):",
-                         f"    {out}[b, k] = v[k]"]
+                body += [f"v = np.ravel({value})",
+                         f"if v.shape[0] != {out}.shape[1]:",
+                         "    misfit[b] = True",
+                         "else:",
+                         "    for k in range(v.shape[0]):",
+                         f"        {out}[b, k] = v[k]"]
         loop = "prange" if self.parallel else "range"
         source = (f"@numba.njit(parallel={self.parallel}, cache=False)\n"
-                  f"def vmap_loop({', '.join(args + outs)}):\n"
+                  f"def vmap_loop({', '.join(args + outs + ['misfit'])}):\n"
                   f"    # one call of the compiled function per example, outputs "
                   f"written in place\n"
                   f"    for b in {loop}({first}.shape[0]):\n"

@@ -123,6 +123,19 @@ def targets(names):
     return ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
 
 
+def nested_targets(names, tree):
+    """Targets unpacking a call's result in the structure the callee returns."""
+    if not isinstance(tree, Tup) or all(not isinstance(t, Tup) for t in tree.items):
+        return targets(names)
+    it = iter(names)
+
+    def build(t):
+        if isinstance(t, Tup):
+            return ast.Tuple([build(x) for x in t.items], ast.Store())
+        return ast.Name(next(it), ast.Store())
+    return build(tree)
+
+
 def stmt(s, fn_names=None):
     """The ast statement for one lowered statement."""
     if isinstance(s, Prim) and s.rule.mutates:
@@ -134,7 +147,7 @@ def stmt(s, fn_names=None):
     if isinstance(s, Call):
         callee = fn_names[s.callee.key] if fn_names else s.callee.name
         call = ast.Call(name(callee), [atom(a) for a in s.args], [])
-        return ast.Assign([targets(s.targets)], call, lineno=0)
+        return ast.Assign([nested_targets(s.targets, s.callee.out_tree)], call, lineno=0)
     if isinstance(s, Return):
         return ast.Return(atom(s.value))
     raise TypeError(f"cannot print {s!r}")

@@ -20,7 +20,7 @@ import ast
 import operator
 from dataclasses import replace
 
-from . import activity, ranks, rules
+from . import activity, custom, ranks, rules
 from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, walk
 from .rules.internal import BROADCAST_LIKE, INTERNAL, ZEROS_LIKE
 from .rules.registry import _parse
@@ -267,9 +267,14 @@ class Forward:
             for t in outs:
                 body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
             return
+        body.pop()
+        if custom.has_jvp_rule(s.callee):
+            tangents = [self.tangent_of(a, body, s.loc) for a in s.args]
+            douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
+            body.append(custom.jvp_call(self.program, s, tangents, douts))
+            return
         arg_ranks = [ranks.rank_of(a, self.ranks) for a in s.args]
         callee = jvp_function(self.program, s.callee, ins, arg_ranks, "flat", self.cache)
-        body.pop()
         tangents = [Var(self.d(a.name)) for a in s.args if self.active(a)]
         douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
         body.append(Call(list(s.targets) + douts, callee, list(s.args) + tangents, s.loc))

@@ -1,6 +1,6 @@
 """Assembles the generated module: the entry function, the user functions
 it calls (once each) and their VJPs (once per activity pattern)."""
-from . import codegen, reverse
+from . import codegen, custom, reverse
 from .ir import Call, walk
 
 
@@ -29,6 +29,13 @@ class ModuleBuilder:
     def helper_vjp(self, callee, in_names, seeds, ranks):
         """(fwd name, bwd name, residual names) of a called function's VJP."""
         key = (callee.key, in_names, seeds, ranks)
+        if key not in self._vjps and custom.has_vjp_rule(callee):
+            fwd = self.names.fresh("fwd_" + callee.name)
+            bwd = self.names.fresh("bwd_" + callee.name)
+            fwd_fn, bwd_fn, residuals = custom.vjp_adapters(self, callee, fwd, bwd)
+            self.primal(fwd_fn, fwd)
+            self.primal(bwd_fn, bwd)
+            self._vjps[key] = (fwd, bwd, residuals)
         if key not in self._vjps:
             self.primal(callee)
             fwd = self.names.fresh("fwd_" + callee.name)

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, forward
+from . import backends, custom, forward
 from .anf import Program
 from .ir import For, While, walk
 from .module import ModuleBuilder
@@ -52,12 +52,17 @@ class State:
 
 def parse(st):
     st.program = Program()
-    st.program.source(st.request.fun)
+    fun = st.request.fun
+    st.program.source(fun.fun if custom.rule_of(fun) else fun)
     return ""
 
 
 def normalize(st):
-    st.fn = st.program.lower(st.request.fun, st.request.trees)
+    fun = st.request.fun
+    if custom.rule_of(fun) is not None:
+        st.fn = custom.entry_function(st.program, fun, st.request.trees)
+    else:
+        st.fn = st.program.lower(fun, st.request.trees)
     st.module = ModuleBuilder(st.program)
     return _anf_text(st)
 

@@ -19,6 +19,7 @@ import copy
 from . import codegen, ranks
 from .activity import analyse, diff_args
 from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
+from .custom import has_vjp_rule
 from .dce import keep
 from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, var_names, walk
 from .ranks import rank_of
@@ -264,6 +265,9 @@ class ReverseWriter:
         out_leaves = list(var_names([callee.out_tree]))
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
+        rule = has_vjp_rule(callee)
+        if rule:        # a user rule takes every output's cotangent, gives every input's
+            seeds = out_leaves
         fwd_name, bwd_name, residuals = self.module.helper_vjp(
             callee, tuple(in_names), tuple(seeds), arg_ranks)
         held = [self._local(("residual", id(s), r), f"{callee.name}_{r.lstrip('_')}")
@@ -278,9 +282,16 @@ class ReverseWriter:
                 results.append(adj.name_of(var))
             else:
                 results.append(self._local(("call", id(s), i), None))
-        args = ([codegen.atom(a) for a in s.args] + [codegen.name(r) for r in held]
-                + [codegen.name(adj.get(t)) for t in outs])
-        unpack = ast.Tuple([ast.Name(r, ast.Store()) for r in results], ast.Store())
+        cots = [codegen.name(adj.get(t)) for t in outs]
+        unpacked = results
+        if rule:
+            cots = [codegen.name(adj.get(t)) if t in outs
+                    else call("rt.zeros_like", codegen.name(t)) for t in s.targets]
+            by_arg = dict(zip(ins, results))
+            unpacked = [by_arg.get(i) or self._local(("unused", id(s), i), None)
+                        for i in range(len(s.args))]
+        args = ([codegen.atom(a) for a in s.args] + [codegen.name(r) for r in held] + cots)
+        unpack = ast.Tuple([ast.Name(r, ast.Store()) for r in unpacked], ast.Store())
         w.node(ast.Assign([unpack], ast.Call(codegen.name(bwd_name), args, []), lineno=0))
         for i, r in zip(ins, results):
             var = s.args[i].name

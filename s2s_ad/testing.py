@@ -5,6 +5,9 @@ finite differences along one random direction (the dot-product test)::
 
     <grad f(x), v>  ~  (f(x + eps v) - f(x - eps v)) / (2 eps)
 
+``check_jvp`` compares forward mode's directional derivative itself, entry
+by entry, with the same central difference along the tangent.
+
 One direction costs two extra evaluations of ``f`` whatever the size of
 ``x``, and a wrong entry anywhere in the gradient shows up in the dot
 product with probability one.  Finite differences always run the plain
@@ -13,7 +16,7 @@ reference is as accurate as central differences allow; the s2s_ad result is
 computed in the inputs' own dtype, and the default tolerances follow that
 dtype (looser for float32).
 
-Both functions raise :class:`AssertionError` with both numbers, the
+All three raise :class:`AssertionError` with both numbers, the
 direction and the arguments when the check fails, and also check that each
 derivative has the structure, shape and dtype of its argument.
 
@@ -27,14 +30,16 @@ Example::
 
     check_grad(loss, (np.ones(3), np.eye(3)), argnums=(0, 1))
     check_grad(loss, (np.ones(3), np.eye(3)), target="cpu")   # the Numba build
+    check_jvp(loss, (np.ones(3), np.eye(3)))                  # forward mode
 """
 import weakref
 
 import numpy as np
 
 from . import api, pytree
+from .jacobians import jvp as api_jvp
 
-__all__ = ["check_grad", "check_vjp", "default_tolerances"]
+__all__ = ["check_grad", "check_vjp", "check_jvp", "default_tolerances"]
 
 # (rtol, atol) for the s2s_ad side's dtype.  Float32 derivatives carry
 # rounding of order 1e-7 per operation; float64 ones are compared against a
@@ -133,6 +138,76 @@ def check_vjp(f, args, *, target="python", rtol=None, atol=None, eps=None, seed=
     return cts
 
 
+def check_jvp(f, args, tangents=None, *, target="python", rtol=None, atol=None, eps=None,
+              seed=0):
+    """Check ``ad.jvp(f, args, tangents)`` against central finite differences.
+
+    ``tangents`` has one entry per argument, structured like it; ``None``
+    draws a standard-normal tangent (seeded by ``seed``) for every float
+    leaf, in the leaf's own dtype, and gives integer and boolean leaves a
+    zero of their type.  Checks that the primal output equals ``f(*args)``,
+    that the tangent output has the output's structure, shapes and float
+    dtypes, and that each of its entries matches
+
+        (f(x + eps t) - f(x - eps t)) / (2 eps)
+
+    computed in float64 by the plain Python function.  ``target="cpu"``
+    checks the Numba build, ``ad.jvp(ad.jit(f), ...)``.  Returns
+    ``(out, tangent_out)``.  Raises ``AssertionError`` on a mismatch.
+    """
+    plain = _plain(f)
+    args = tuple(args)
+    nums = tuple(i for i, a in enumerate(args) if _is_float_tree(a))
+    if tangents is None:
+        rng = np.random.default_rng(seed)
+        tangents = tuple(_random_like(a, rng, keep_dtype=True) if i in nums else _zeros_like(a)
+                         for i, a in enumerate(args))
+    tangents = tuple(tangents)
+    if len(tangents) != len(args):
+        raise ValueError(f"check_jvp got {len(args)} arguments but {len(tangents)} tangents")
+    rtol, atol, eps = _settings(args, nums, rtol, atol, eps)
+    fn = f if target == "python" else _transformed(f, "jit", None, target)
+    result = api_jvp(fn, args, tangents)
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise AssertionError(f"ad.jvp({_name(f)}) returned {_show(result)}; expected "
+                             f"(out, tangent_out)")
+    out, dout = result
+    expected = plain(*args)
+    _check_value(out, expected, rtol, atol, f, args, what="ad.jvp")
+    _check_tangent_like(dout, expected, f)
+
+    directions = {i: _to_float64(tangents[i]) for i in nums}
+    plus = plain(*_shifted(args, directions, eps))
+    minus = plain(*_shifted(args, directions, -eps))
+    d_leaves = pytree.flatten(dout)[0]
+    p_leaves, m_leaves = pytree.flatten(plus)[0], pytree.flatten(minus)[0]
+    for k, (d, p, m) in enumerate(zip(d_leaves, p_leaves, m_leaves)):
+        if not pytree.is_float_leaf(p) and not isinstance(p, (int, np.integer)):
+            continue
+        p64, m64 = np.asarray(p, np.float64), np.asarray(m, np.float64)
+        fd = (p64 - m64) / (2 * eps)
+        got = np.asarray(d, np.float64)
+        noise = 8 * np.finfo(np.float64).eps * (np.abs(p64) + np.abs(m64)) / (2 * eps)
+        scale = max(float(np.max(np.abs(fd), initial=0.0)),
+                    float(np.max(np.abs(got), initial=0.0)) if np.all(np.isfinite(got)) else 0.0)
+        tol = atol + rtol * scale + noise
+        bad = ~(np.abs(got - fd) <= tol)
+        if np.any(bad):
+            where = np.argwhere(np.atleast_1d(bad))[0]
+            lines = [(f"s2s_ad jvp of {_name(f)} (target={target!r}) disagrees with central "
+                      f"finite differences along the tangent t (output leaf {k}, first at "
+                      f"index {tuple(int(w) for w in where)}):"),
+                     f"  s2s_ad jvp  = {_show(d)}",
+                     f"  finite diff = {_show(fd)}  (float64, eps={eps:g})",
+                     (f"  max |difference| = {float(np.max(np.abs(got - fd))):.3e}, tolerance "
+                      f"{float(np.max(tol)):.3e} (rtol={rtol:g}, atol={atol:g})")]
+            for i in nums:
+                lines += [f"  argument {i}: {_show(args[i])}",
+                          f"  tangent {i}: {_show(tangents[i])}"]
+            raise AssertionError("\n".join(lines))
+    return out, dout
+
+
 # -- pieces ------------------------------------------------------------------
 
 def _plain(f):
@@ -145,7 +220,8 @@ def _name(f):
 
 
 def _transformed(f, kind, argnums, target):
-    """``ad.grad(f, argnums)`` for ``target``, reused across calls.
+    """``ad.grad(f, argnums)`` (``f`` itself for ``kind="jit"``) for ``target``,
+    reused across calls.
 
     Reusing the transformed function means a Numba build is compiled once
     per argument type, however many times a test suite checks it.
@@ -156,7 +232,7 @@ def _transformed(f, kind, argnums, target):
         cache = {}
     key = (kind, argnums, target)
     if key not in cache:
-        t = api.grad(f, argnums)
+        t = f if kind == "jit" else api.grad(f, argnums)
         cache[key] = t if target == "python" else api.jit(t, target=target)
     return cache[key]
 
@@ -190,6 +266,13 @@ def _random_like(x, rng, keep_dtype=False):
             r = r if np.ndim(leaf) else (float(r) if isinstance(leaf, float) else r[()])
         out.append(r)
     return pytree.unflatten(out, tree)
+
+
+def _zeros_like(x):
+    """Zeros shaped and typed like every leaf of ``x`` (the tangent of an integer argument)."""
+    leaves, tree = pytree.flatten(x)
+    return pytree.unflatten([np.zeros_like(v) if isinstance(v, np.ndarray) else type(v)(0)
+                             for v in leaves], tree)
 
 
 def _to_float64(x):
@@ -290,7 +373,27 @@ def _check_like(d, x, what, f):
                                  f"{_describe(b)}")
 
 
-def _check_value(out, expected, rtol, atol, f, args):
+def _check_tangent_like(dout, out, f):
+    """The tangent output has the structure, shapes and float dtypes of ``out``
+    (the output of the plain function, so float32 stays float32)."""
+    dl, dt = pytree.flatten(dout)
+    ol, ot = pytree.flatten(out)
+    if pytree.structure(dt) != pytree.structure(ot) or len(dl) != len(ol):
+        raise AssertionError(f"the tangent output of {_name(f)} does not have the output's "
+                             f"structure: got {_show(dout)} for output {_show(out)}")
+    for k, (d, o) in enumerate(zip(dl, ol)):
+        if not pytree.is_float_leaf(o):
+            continue
+        where = f"the tangent output of {_name(f)} (leaf {k})"
+        if np.shape(d) != np.shape(o):
+            raise AssertionError(f"{where} has shape {np.shape(d)}, but the output has shape "
+                                 f"{np.shape(o)}")
+        if isinstance(o, (np.ndarray, np.floating)) and _dtype(d) != _dtype(o):
+            raise AssertionError(f"{where} is {_describe(d)} of dtype {_dtype(d)}, but the "
+                                 f"output is {_describe(o)} of dtype {_dtype(o)}")
+
+
+def _check_value(out, expected, rtol, atol, f, args, what="ad.vjp"):
     ol, ot = pytree.flatten(out)
     el, et = pytree.flatten(expected)
     ok = ot == et and len(ol) == len(el)
@@ -304,8 +407,8 @@ def _check_value(out, expected, rtol, atol, f, args):
                            equal_nan=True):
             ok = False
     if not ok:
-        raise AssertionError(f"the primal output of {_name(f)} from ad.vjp differs from calling "
-                             f"it directly:\n  ad.vjp: {_show(out)}\n  direct: {_show(expected)}"
+        raise AssertionError(f"the primal output of {_name(f)} from {what} differs from calling "
+                             f"it directly:\n  {what}: {_show(out)}\n  direct: {_show(expected)}"
                              f"\n  arguments: {_show(args)}")
 
 
