@@ -125,7 +125,7 @@ def targets(names):
 
 def nested_targets(names, tree):
     """Targets unpacking a call's result in the structure the callee returns."""
-    if not isinstance(tree, Tup) or all(not isinstance(t, Tup) for t in tree.items):
+    if not isinstance(tree, Tup):
         return targets(names)
     it = iter(names)
 

@@ -78,3 +78,9 @@ def test_a_backward_rule_with_the_wrong_number_of_cotangents_is_a_type_error():
 def test_defvjp_rejects_non_functions():
     with pytest.raises(TypeError, match="expects functions"):
         cr.bad_count.defvjp(1, 2)
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_one_residual_and_a_one_tuple_of_cotangents(backend):
+    x = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(TARGETS[backend](ad.grad(cr.sum_safe_log))(x), 1.0 / x)

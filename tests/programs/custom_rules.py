@@ -64,3 +64,23 @@ def bad_count_bwd(res, g):
 
 
 bad_count.defvjp(bad_count_fwd, bad_count_bwd)
+
+
+@ad.custom_vjp
+def safe_log(x):
+    return np.log(x)
+
+
+def safe_log_fwd(x):
+    return np.log(x), x
+
+
+def safe_log_bwd(x, g):
+    return (g / np.maximum(x, 1e-12),)
+
+
+safe_log.defvjp(safe_log_fwd, safe_log_bwd)
+
+
+def sum_safe_log(x):
+    return np.sum(safe_log(x))
