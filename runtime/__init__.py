@@ -14,6 +14,12 @@ from . import (  # noqa: F401
     _nb_reductions,
     _nb_shapes,
 )
+from .batching import broadcast_batch, lift, take
+from .batching import broadcast_like as batch_broadcast_like
+from .batching import dot as bdot
+from .batching import inner as binner
+from .batching import matmul as bmatmul
+from .batching import outer as bouter
 from .control import range_last, snapshot
 from .elementwise import clip
 from .linalg import (
@@ -42,4 +48,6 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "squeeze", "ndim", "transpose_grad", "split_grad", "stack_grad", "index_grad",
     "clip",
     "range_last", "snapshot", "index_add",
+    "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
+    "batch_broadcast_like",
 ]

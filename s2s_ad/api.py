@@ -282,7 +282,8 @@ def _layered_arg_count(fun, layers):
     if n is None:
         return None
     for argnums, _ in layers:
-        n += len(argnums)
+        if argnums != "vmap":          # a batching layer adds no arguments
+            n += len(argnums)
     return n
 
 

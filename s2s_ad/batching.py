@@ -28,12 +28,9 @@ def vmap(fun, in_axes=0, out_axes=0, *, method=None):
         raise TypeError(f"vmap expects a function, got {fun!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if method == "vectorize":
-        raise ValueError("method='vectorize' (batching rules) is not available in this "
-                         "version; use method='loop' or leave method=None")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
-    return Batched(fun, in_axes, out_axes, method or "loop")
+    return Batched(fun, in_axes, out_axes, method)
 
 
 def _check_axes_spec(spec, what):
@@ -57,6 +54,8 @@ class Batched:
         self.method = method
         self.parallel = parallel
         self._loops = {}
+        self._choices = {}        # (batched leaves, layout) -> "loop" | "vectorize"
+        self._vector = None
         self.source = None
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
@@ -79,6 +78,10 @@ class Batched:
     def generated_source(self, *example_args):
         """The per-sample loop (once compiled) and the function it calls."""
         from .api import source
+        if self._vector is not None and self.method != "loop" and "loop" not in \
+                self._choices.values():
+            return (f"# vmap (lowering: vectorized by batching rules, run on NumPy; in_axes="
+                    f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n" + source(self._vector))
         inner = source(self.fun, *example_args) if example_args and _is_compiled(self.fun) \
             else source(self.fun)
         if _is_compiled(self.fun):
@@ -96,11 +99,61 @@ class Batched:
         leaves, treedefs, axes, size = self._batch(args)
         moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
                  for x, a in zip(leaves, axes)]
-        if _is_compiled(self.fun):
+        result = None
+        if self.method != "loop" and size > 0:
+            result = self._vectorized(moved, axes, treedefs)
+        if result is not None:
+            outs, out_tree = result
+        elif _is_compiled(self.fun):
             outs, out_tree = self._compiled(args, moved, axes, size, treedefs)
         else:
             outs, out_tree = self._python(moved, axes, size, treedefs)
         return self._place(outs, out_tree, size)
+
+    def _vectorized(self, moved, axes, treedefs):
+        """The whole batch in one call of code built from batching rules, or None.
+
+        None when the function is a gradient (reverse-mode code is batched by
+        the per-sample loop), when its control flow depends on batched
+        values, or -- with ``method=None`` under ``ad.jit`` -- when it loops
+        (a compiled loop per example beats NumPy over small batched values).
+        """
+        from .api import Transformed
+        from .vectorize import Unvectorizable
+        t = self.fun
+        if not isinstance(t, Transformed):
+            if isinstance(t, Batched) or hasattr(t, "generated_source") or \
+                    getattr(t, "__s2s_ad_function__", None) is None and not _plain_function(t):
+                return self._refuse("it is itself a batched or Jacobian transform")
+            from .jacobians import _as_transformed
+            t = _as_transformed(t)
+        if t.kind != "primal" or t.units:
+            return self._refuse("gradients are batched by the per-sample loop")
+        positions = tuple(i for i, a in enumerate(axes) if a is not None)
+        key = (positions, tuple(map(_leaf_key, moved)))
+        if self._choices.get(key) == "loop":
+            return None
+        vec = t.derived("primal", layers=t.layers + (("vmap", positions),), target="python",
+                        options={})
+        try:
+            out = vec(*_unflatten_args(moved, treedefs))
+        except Unvectorizable as exc:
+            self._choices[key] = "loop"
+            return self._refuse(str(exc))
+        if self.method is None and t.target == "cpu" and _has_loops(vec):
+            self._choices[key] = "loop"
+            return None
+        self._choices[key] = "vectorize"
+        self._vector = vec
+        leaves, tree = pytree.flatten(out)
+        return [np.asarray(x) for x in leaves], tree
+
+    def _refuse(self, why):
+        if self.method == "vectorize":
+            raise ValueError(f"vmap(method='vectorize') cannot batch {_name(self.fun)} with "
+                             f"batching rules: {why}; use method='loop' (or method=None to "
+                             f"choose)")
+        return None
 
     def _batch(self, args):
         """Flat leaves, their batch axes (normalised) and the batch size."""
@@ -268,6 +321,18 @@ def _leaf_key(x):
     if isinstance(x, np.ndarray):
         return (x.ndim, x.dtype.str)
     return type(x).__name__
+
+
+def _plain_function(fun):
+    import types
+
+    from .custom import rule_of
+    return isinstance(fun, types.FunctionType) or rule_of(fun) is not None
+
+
+def _has_loops(t):
+    from .pipeline import has_loops
+    return has_loops(t._last.program)
 
 
 def _is_compiled(fun):

@@ -36,3 +36,19 @@ PROD_GRAD = _internal(Rule(name="rt.prod_grad", params=("g", "a", "axis", "keepd
                            operands=("g", "a"), emit="rt.prod_grad",
                            defaults={"axis": None, "keepdims": False},
                            vjp={"g": "rt.prod_grad(g, a, axis, keepdims)"}, undiff=("a",)))
+
+
+# -- vectorized (batched) code: values with a leading batch axis --------------------
+def _batching(name, params):
+    return _internal(Rule(name=f"rt.{name}", params=params, operands=params,
+                          emit=f"rt.{name}", nondiff=True))
+
+
+LIFT = _batching("lift", ("x", "rank"))
+BROADCAST_BATCH = _batching("broadcast_batch", ("x", "like"))
+TAKE = _batching("take", ("x", "i"))
+BDOT = _batching("bdot", ("a", "b", "a_batched", "b_batched"))
+BMATMUL = _batching("bmatmul", ("a", "b", "a_batched", "b_batched"))
+BINNER = _batching("binner", ("a", "b", "a_batched", "b_batched"))
+BOUTER = _batching("bouter", ("a", "b", "a_batched", "b_batched"))
+BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"))
