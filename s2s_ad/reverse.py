@@ -54,6 +54,7 @@ class ReverseWriter:
         self.recomputed = set()  # names the adjoint sweep recomputes
         self.split = False       # printing a fwd/bwd pair (see write_split)
         self._named = {}       # primal name -> adjoint name
+        self._carrying = {}    # array -> its neighbour carry in the loop being reversed
 
     # -- driver --------------------------------------------------------------
     def write(self, fname, cot_params, returns, seed_exprs):
@@ -84,6 +85,13 @@ class ReverseWriter:
         residuals = [n for n in sorted(self._forward_defs() & wanted) if n not in self.fn.params]
         out = codegen.Writer()
         codegen.def_line(out, fwd_name, self.fn.params)
+        out.indent = 1
+        for r in residuals:
+            if r not in self._top_level_defs():
+                # Set on some paths only (a branch, a loop that may not run); the
+                # adjoint reads it on those paths alone, but it is always returned.
+                out.node(assign(r, ast.Constant(None)))
+        out.indent = 0
         out.lines.extend(fwd.lines)
         outs = self._capture_mutated_outputs(out, codegen.atom(self.fn.out_tree))
         outs = outs.elts if isinstance(outs, ast.Tuple) else [outs]
@@ -125,6 +133,18 @@ class ReverseWriter:
     def _call_defs(self):
         """Residual names each split helper call defines, by statement id."""
         return {k: residuals for k, (_, residuals) in self.split_calls.items()}
+
+    def _top_level_defs(self):
+        """Names every path through the printed primal sweep assigns."""
+        out = set(self.fn.params) | {n for n in self.stacks.values() if n in self.used}
+        out |= set(self.counters.values())
+        for x in self.fn.body:
+            if isinstance(x, (Prim, Call)):
+                out.update(_targets(x))
+                out.update(self.split_calls.get(id(x), ("", ()))[1])
+            elif isinstance(x, If):
+                out.update(x.joins)
+        return out
 
     def _forward_defs(self):
         """Names the printed primal sweep assigns."""
@@ -192,6 +212,12 @@ class ReverseWriter:
                 elif self.act.is_active(arg):
                     if s.rule.name == "getitem":
                         index = s.params["index"]
+                        carry = self._carrying.get(arg.name)
+                        if carry is not None:       # see _neighbour_carries
+                            local = carry[2][index.name]
+                            self.w.node(ast.AugAssign(ast.Name(local, ast.Store()), ast.Add(),
+                                                      env["g"]))
+                            continue
                         self.adj.add_at(arg.name, codegen.atom(index), env["g"],
                                         scatter=self._index_array(index))
                     else:
@@ -319,6 +345,10 @@ class ReverseWriter:
     def rev_loop(self, s):
         self._prepare(s)
         self.w.loc(s.loc, "adjoint of: ")
+        carries = self._neighbour_carries(s) if isinstance(s, For) else {}
+        for x, (low, carry, _) in carries.items():
+            self.adj.prepare(x, True)
+            self.w.node(assign(carry, ast.Constant(0.0)))
         if isinstance(s, For):
             rng = _reversed_range(s)
             self.w.line(f"for {s.index} in {ast.unparse(rng)}:", rng)
@@ -326,12 +356,72 @@ class ReverseWriter:
             counter = self.counters.setdefault(id(s), self.names.fresh("_trips"))
             self._reversed_loops.add(id(s))
             self.w.line(f"for _ in range({counter}):", codegen.name(counter))
-        self._nested(s.body, True, carried=s.carried, loop=s)
+        self._carrying.update(carries)
+        self._nested(s.body, True, carried=s.carried, loop=s, carries=carries)
+        for x in carries:
+            del self._carrying[x]
+        for x, (low, carry, _) in carries.items():     # the last element's carry lands
+            ran = ast.Compare(codegen.atom(s.stop), [ast.Gt()], [codegen.atom(s.start)])
+            target = ast.Subscript(codegen.name(self.adj.get(x)),
+                                   _offset(codegen.atom(s.start), low), ast.Store())
+            self.w.node(ast.If(ran, [ast.AugAssign(target, ast.Add(), codegen.name(carry))], []))
         for h in s.carried:
             if h in self.act and self.adj.get(h) is not None:
                 self.adj.vars[h][1] = False
 
-    def _nested(self, body, in_loop, carried=(), joins=(), loop=None):
+    def _neighbour_carries(self, s):
+        """Arrays whose adjoint a loop updates at ``i + k`` and ``i + k + 1`` only.
+
+        Reversed, iteration ``i`` adds to elements ``i + k + 1`` and ``i + k``,
+        and the next one adds to ``i + k`` again: a read-modify-write of the
+        element just stored, which serialises the loop through memory.  As a
+        hand-written adjoint does, the contribution to ``i + k`` is carried in
+        a local to the next iteration instead, so each element is written
+        once.  Returns {array: (k, carry name, {index name: offset local})}.
+        """
+        if not (isinstance(s.step, Const) and s.step.value == 1):
+            return {}
+        offsets = {s.index: 0}
+        for x in _outside_loops(s.body):
+            if isinstance(x, Prim) and len(x.targets) == 1 and x.rule.name in (
+                    "np.add", "np.subtract") and len(x.args) == 2:
+                a, b = x.args
+                sign = 1 if x.rule.name == "np.add" else -1
+                if a == Var(s.index) and isinstance(b, Const) and type(b.value) is int:
+                    offsets[x.targets[0]] = sign * b.value
+                elif sign == 1 and b == Var(s.index) and isinstance(a, Const) and \
+                        type(a.value) is int:
+                    offsets[x.targets[0]] = a.value
+        uses = {}
+        nested = {n for x in s.body if isinstance(x, (For, While)) for y in walk(blocks_of(x))
+                  if isinstance(y, (Prim, Call)) for n in _stmt_reads(y)}
+        bad = set(nested)
+        for x in walk(s.body):
+            if not isinstance(x, (Prim, Call)):
+                continue
+            if isinstance(x, Prim) and x.rule.name == "getitem" and isinstance(x.args[0], Var):
+                index = x.params["index"]
+                name = x.args[0].name
+                if isinstance(index, Var) and index.name in offsets:
+                    uses.setdefault(name, set()).add(offsets[index.name])
+                    continue
+            bad.update(_stmt_reads(x))
+            if isinstance(x, Prim) and x.rule.mutates:
+                bad.add(x.args[0].name)
+        carries = {}
+        for name, ks in uses.items():
+            if name in bad or name not in self.act or self.ranks.get(name) != 1 or \
+                    name in s.carried or len(ks) != 2 or max(ks) - min(ks) != 1:
+                continue
+            low = min(ks)
+            carry = self._local(("carry", id(s), name), f"b{name.lstrip('_')}_carry")
+            local = {k: self._local(("carry", id(s), name, k), f"g{name.lstrip('_')}_{k - low}")
+                     for k in ks}
+            index_locals = {n: local[k] for n, k in offsets.items() if k in ks}
+            carries[name] = (low, carry, index_locals)
+        return carries
+
+    def _nested(self, body, in_loop, carried=(), joins=(), loop=None, carries=None):
         """Reverse a nested block into its own writer, then pop what it reads.
 
         Inside a loop, a value the reversed block reads comes back off its
@@ -345,7 +435,17 @@ class ReverseWriter:
         sub.indent = outer.indent + 1
         self.w = self.adj.w = sub
         defined = {h for h in carried if h in self.act and self.adj.get(h) is not None}
+        for x, (low, carry, locals_) in (carries or {}).items():
+            for local in sorted(set(locals_.values())):
+                sub.node(assign(local, ast.Constant(0.0)))
         self.rev_block(body, in_loop)
+        for x, (low, carry, locals_) in (carries or {}).items():
+            near, far = (self._local(("carry", id(loop), x, k), None) for k in (low, low + 1))
+            target = ast.Subscript(codegen.name(self.adj.get(x)),
+                                   _offset(codegen.name(loop.index), low + 1), ast.Store())
+            total = ast.BinOp(codegen.name(far), ast.Add(), codegen.name(carry))
+            sub.node(ast.AugAssign(target, ast.Add(), total))
+            sub.node(assign(carry, codegen.name(near)))
         for h in defined:     # loop-carried adjoints start the next iteration defined
             if self.adj.get(h) is None:
                 self.adj.prepare(h, False)
@@ -580,6 +680,31 @@ def _push(stack, value):
 
 def _pop(stack):
     return ast.Call(ast.Attribute(codegen.name(stack), "pop", ast.Load()), [], [])
+
+
+def _offset(index, k):
+    """``index + k`` (``index`` itself for 0)."""
+    if k == 0:
+        return index
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return ast.Constant(index.value + k)
+    op = ast.Add() if k > 0 else ast.Sub()
+    return ast.BinOp(index, op, ast.Constant(abs(k)))
+
+
+def _outside_loops(body):
+    """The statements of ``body``, those in branches included, not in inner loops."""
+    for s in body:
+        yield s
+        if isinstance(s, If):
+            yield from _outside_loops(s.body)
+            yield from _outside_loops(s.orelse)
+
+
+def _stmt_reads(s):
+    if isinstance(s, Prim):
+        return set(var_names(list(s.args) + list(s.params.values())))
+    return set(var_names(s.args))
 
 
 def _reversed_range(s):

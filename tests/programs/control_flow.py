@@ -757,6 +757,62 @@ def row_normalise(M):
     return out
 
 
+# -- neighbouring elements (the reverse sweep carries one of them in a local) ----
+
+def rosen_chain(x):
+    """Reads x[i] and x[i + 1]: the extended Rosenbrock function."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        a = x[i + 1] - x[i] * x[i]
+        s += 100.0 * a * a + (1.0 - x[i]) ** 2
+    return s
+
+
+def backward_difference(x, h):
+    """Reads x[i - 1] and x[i] from i = 2, one of them only in a branch."""
+    s = 0.0
+    for i in range(2, x.shape[0]):
+        d = (x[i] - x[i - 1]) / h
+        if d > 0.0:
+            s += d * d * x[i - 1]
+        else:
+            s += np.sin(d)
+    return s
+
+
+def neighbours_and_sum(x):
+    """Neighbouring reads plus a whole-array use in the same loop (no carry)."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += x[i] * x[i + 1] + 0.1 * np.sum(x)
+    return s
+
+
+def three_point(x):
+    """Reads x[i - 1], x[i] and x[i + 1] (three offsets: no carry)."""
+    s = 0.0
+    for i in range(1, x.shape[0] - 1):
+        s += (x[i - 1] - 2.0 * x[i] + x[i + 1]) ** 2
+    return s
+
+
+def _rotate_or_shift(r, x):
+    """A helper returning early inside a branch (a residual set on one path only)."""
+    sq = np.dot(r, r)
+    if sq != 0.0:
+        t = np.sqrt(sq)
+        return x * np.cos(t)
+    return x + r
+
+
+def early_return_helper(r, x):
+    """Calls the helper on both paths: r scaled by 0 takes the other branch."""
+    s = 0.0
+    for i in range(3):
+        s += np.sum(_rotate_or_shift(r * i, x))
+    return s
+
+
 # -- the corpus ---------------------------------------------------------------
 
 CORPUS = [
@@ -822,6 +878,12 @@ CORPUS = [
     (two_buffers, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
     (same_read_after_write, lambda: (np.array([0.3, -0.2, 0.5]),), 0),
     (ode_rk2, lambda: (np.array([0.5, -0.3]), 1.3), (0, 1)),
+    (rosen_chain, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9]),), 0),
+    (backward_difference, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9, 0.4]), 0.7), (0, 1)),
+    (neighbours_and_sum, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
+    (three_point, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9]),), 0),
+    (early_return_helper, lambda: (np.array([0.1, 0.2, 0.3]), np.array([0.5, -0.4, 0.2])),
+     (0, 1)),
 ]
 
 ARRAY_CORPUS = [
