@@ -46,16 +46,23 @@ class Unavailable(Exception):
 class Impl:
     """One column: a callable, its (converted) arguments, what it computes.
 
-    ``kind`` is ``"primal"`` (returns the function's value) or ``"grad"``
-    (returns the gradients, one per differentiated argument); ``to_numpy``
-    turns what ``fn`` returns into a tuple of NumPy arrays for the check.
+    ``kind`` is ``"primal"`` (returns the function's value), or names the
+    derivative it returns (``"grad"``: one gradient per differentiated
+    argument; ``"hvp"``, ``"hessian"``, ``"jacobian"``, ...); None means the
+    workload's own kind (:attr:`Workload.kind`).  ``to_numpy`` turns what
+    ``fn`` returns into a tuple of NumPy arrays for the check.
+    ``reference``, for a derivative column that does not compute what the
+    hand-written column does (an HVP column in a Hessian workload), is what
+    it is checked against instead: the expected value, or a function of the
+    hand-written result (a tuple of arrays) that returns it.
     """
     key: str
     fn: object
     args: tuple
-    kind: str = "grad"
+    kind: str = None
     to_numpy: object = None
     note: str = ""
+    reference: object = None
 
     @property
     def label(self):
@@ -74,6 +81,7 @@ class Cell:
     samples: list = field(default_factory=list)
     number: int = 0
     note: str = ""
+    label: str = ""              # the workload's label for the column (else LABELS)
 
     def stats(self):
         if not self.samples:
@@ -81,7 +89,7 @@ class Cell:
         return summarize(self.samples)
 
     def to_json(self):
-        out = {"label": LABELS.get(self.key, self.key), "kind": self.kind,
+        out = {"label": self.label or LABELS.get(self.key, self.key), "kind": self.kind,
                "status": self.status}
         for name in ("reason", "note"):
             if getattr(self, name):
@@ -267,14 +275,18 @@ def measure(cells, impls, *, rounds, sample_s, budget_s, progress=None):
 
 @dataclass
 class Target:
-    """A ratio the project promises: ``num`` time / ``den`` time <= ``limit``."""
+    """A ratio the project promises: ``num`` time / (``scale`` x ``den`` time)
+    <= ``limit`` (``scale``: e.g. a Hessian against 100 HVPs)."""
     num: str
     den: str
     limit: float
+    scale: float = 1.0
 
     @property
     def name(self):
-        return f"{self.num} / {self.den}"
+        if self.scale == 1:
+            return f"{self.num} / {self.den}"
+        return f"{self.num} / ({self.scale:g} x {self.den})"
 
 
 @dataclass
@@ -289,6 +301,13 @@ class Workload:
     (analytic formula or finite differences) and returns its relative error,
     to be at most ``oracle_tol``.  ``peers`` maps a peer's key to a factory
     ``(args) -> Impl`` that raises :class:`Unavailable` when it cannot run.
+
+    A workload whose derivative is not a gradient (an HVP, a Hessian, a
+    Jacobian, per-sample gradients) says so in ``kind``; then ``hand_grad``
+    is the hand-written version of *that* derivative, ``s2s_ad`` builds
+    s2s_ad's version, and ``primal`` is what the NumPy primal column runs
+    (for per-sample gradients: the user's function in a loop over the
+    samples), called on ``primal_args`` when those differ from ``args``.
     """
     name: str
     title: str
@@ -304,6 +323,36 @@ class Workload:
     peers: dict
     targets: list
     numba_note: str = ""
-    #: peers that take seconds per call at full size (eager, one Python-level
-    #: operation per scalar): left out of ``--quick`` runs
+    #: peers (or s2s_ad's NumPy column) that take seconds per call at full size
+    #: (eager, one Python-level operation per scalar): left out of ``--quick`` runs
     slow_peers: tuple = ()
+    #: what the derivative columns compute: "grad", "hvp", "hessian",
+    #: "jacobian", "per-sample grad", ... (the JSON's "kind")
+    kind: str = "grad"
+    #: the primal columns' arguments, when they differ from ``args`` (an HVP's
+    #: tangent is not an argument of the function)
+    primal_args: tuple = None
+    #: ``(ad, jit) -> callable`` on ``args``: s2s_ad's derivative as a user
+    #: writes it, compiled when ``jit``; None: ``ad.grad(primal, argnums)``
+    s2s_ad: object = None
+    #: more columns, shown after s2s_ad's: key -> factory ``() -> Impl``
+    #: (an Impl with a ``reference`` is checked against that)
+    extra: dict = field(default_factory=dict)
+    #: column labels that differ from :data:`LABELS` (key -> label)
+    labels: dict = field(default_factory=dict)
+
+    def label(self, key):
+        return self.labels.get(key) or LABELS.get(key, key)
+
+    def derivative(self, ad, jit=True):
+        """s2s_ad's derivative column: a callable on ``args``."""
+        if self.s2s_ad is not None:
+            return self.s2s_ad(ad, jit)
+        fn = ad.grad(self.primal, self.argnums)
+        return ad.jit(fn) if jit else fn
+
+
+def workloads(built):
+    """What a module's ``build`` returned, as a list (a module may build one
+    workload or several, e.g. one per problem size)."""
+    return list(built) if isinstance(built, (list, tuple)) else [built]

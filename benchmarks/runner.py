@@ -28,7 +28,8 @@ import numpy as np
 from . import core
 
 WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows", "mlp_loss",
-             "gmm_objective")
+             "gmm_objective", "hvp_rosen", "hessian_dense", "jac_tall", "jac_wide",
+             "ba_objective", "per_sample_td0", "per_sample_mlp")
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (rounds, seconds per sample, seconds of samples per implementation)
@@ -88,17 +89,19 @@ def _error_text(exc):
 def candidates(wl):
     """(key, kind, factory) for every column, in display order."""
     import s2s_ad as ad
-    yield "numpy", "primal", lambda: core.Impl("numpy", wl.primal, wl.args, kind="primal")
-    yield "numba", "primal", lambda: core.Impl("numba", wl.numba_primal, wl.args,
+    pargs = wl.args if wl.primal_args is None else wl.primal_args
+    yield "numpy", "primal", lambda: core.Impl("numpy", wl.primal, pargs, kind="primal")
+    yield "numba", "primal", lambda: core.Impl("numba", wl.numba_primal, pargs,
                                                kind="primal", note=wl.numba_note)
-    yield "hand", "grad", lambda: core.Impl("hand", wl.hand_grad, wl.args)
-    yield "s2s_ad", "grad", lambda: core.Impl("s2s_ad", ad.jit(ad.grad(wl.primal, wl.argnums)),
-                                              wl.args)
-    yield "s2s_ad_py", "grad", lambda: core.Impl("s2s_ad_py", ad.grad(wl.primal, wl.argnums),
-                                                 wl.args)
+    yield "hand", wl.kind, lambda: core.Impl("hand", wl.hand_grad, wl.args)
+    yield "s2s_ad", wl.kind, lambda: core.Impl("s2s_ad", wl.derivative(ad, jit=True), wl.args)
+    yield "s2s_ad_py", wl.kind, lambda: core.Impl("s2s_ad_py", wl.derivative(ad, jit=False),
+                                                  wl.args)
+    for key, make in wl.extra.items():
+        yield key, wl.kind, make
     for key in core.PEERS:
         if key in wl.peers:
-            yield key, "grad", (lambda make=wl.peers[key]: make(wl.args))
+            yield key, wl.kind, (lambda make=wl.peers[key]: make(wl.args))
 
 
 def _leave_out(reason):
@@ -124,16 +127,17 @@ def build_and_check(wl, progress, quick=False, peers=core.PEERS):
     impls, cells = {}, {}
     reference = value = None
     for key, kind, make in columns(wl, quick, peers):
-        progress.step(f"{core.LABELS[key]}: build, first call, check")
+        label = wl.label(key)
+        progress.step(f"{label}: build, first call, check")
         try:
             impl = make()
         except core.Unavailable as exc:
-            cells[key] = core.Cell(key, kind, "skipped", reason=str(exc))
+            cells[key] = core.Cell(key, kind, "skipped", reason=str(exc), label=label)
             continue
         except Exception as exc:  # noqa: BLE001  (a failing column is reported, not fatal)
-            cells[key] = core.Cell(key, kind, "error", reason=_error_text(exc))
+            cells[key] = core.Cell(key, kind, "error", reason=_error_text(exc), label=label)
             continue
-        cell = cells[key] = core.Cell(key, impl.kind, "ok", note=impl.note)
+        cell = cells[key] = core.Cell(key, impl.kind or kind, "ok", note=impl.note, label=label)
         try:
             start = time.perf_counter()
             out = impl.fn(*impl.args)
@@ -144,8 +148,8 @@ def build_and_check(wl, progress, quick=False, peers=core.PEERS):
         impls[key] = impl
         if impl.kind == "primal":
             if value is None:
-                value = float(out)
-            err = abs(float(out) - value) / max(abs(value), 1e-300)
+                value = core.as_tuple(out)
+            err = core.compare(out, value)      # a scalar, or per-sample values / a map's output
             cell.max_rel_err = err
             if not err <= core.RTOL:
                 cell.status, cell.reason = "WRONG", f"value differs from NumPy's by {err:.2e}"
@@ -160,11 +164,18 @@ def build_and_check(wl, progress, quick=False, peers=core.PEERS):
         elif reference is None:
             cell.reason = "unchecked: no reference gradient"
         else:
-            err = core.compare(out, reference)
+            want, whose = reference, "the hand-written one"
+            if impl.reference is not None:
+                want = impl.reference
+                if callable(want):
+                    want = want(reference)
+                whose = "its reference (from the hand-written result)"
+            err = core.compare(out, want)
             cell.max_rel_err = err
             if not err <= core.RTOL:
                 cell.status = "WRONG"
-                cell.reason = (f"gradient differs from the hand-written one by {err:.2e} "
+                what = "gradient" if cell.kind == "grad" else cell.kind
+                cell.reason = (f"{what} differs from {whose} by {err:.2e} "
                                f"(relative, tolerance {core.RTOL:g})")
     return impls, cells
 
@@ -190,7 +201,7 @@ def judge(targets, cells, size="full"):
         if num is None or den is None or not num.samples or not den.samples:
             entry["why"] = "not measured"
         else:
-            entry["value"] = num.stats()["median"] / den.stats()["median"]
+            entry["value"] = num.stats()["median"] / (t.scale * den.stats()["median"])
             bad = [c.key for c in (num, den) if c.status != "ok"]
             if bad:
                 entry["why"] = f"{', '.join(bad)} is {' / '.join(cells[b].status for b in bad)}"
@@ -202,16 +213,22 @@ def judge(targets, cells, size="full"):
     return out
 
 
-def run_workload(name, size, config, progress, latency, quick=False, peers=core.PEERS):
-    module = importlib.import_module(f"benchmarks.{name}")
-    wl = module.build(size)
+def build_workloads(name, size):
+    """The workloads module ``benchmarks.NAME`` builds at ``size`` (a list)."""
+    return core.workloads(importlib.import_module(f"benchmarks.{name}").build(size))
+
+
+def run_workload(wl, size, config, progress, latency, quick=False, peers=core.PEERS,
+                 probe=None):
+    """Check and time one built workload; ``probe`` names it for the
+    compile-latency processes (see :func:`latency_probe`)."""
     impls, cells = build_and_check(wl, progress, quick, peers)
     rounds, sample_s, budget_s = config
     progress.step("timing")
     core.measure(cells, impls, rounds=rounds, sample_s=sample_s, budget_s=budget_s,
                  progress=progress.detail)
     result = {
-        "title": wl.title, "size": wl.size, "argnums": wl.argnums,
+        "title": wl.title, "size": wl.size, "kind": wl.kind, "argnums": wl.argnums,
         "reference_check": {"oracle": wl.oracle_name, "tolerance": wl.oracle_tol},
         "implementations": {k: c.to_json() for k, c in cells.items()},
         "ratios": ratios(cells),
@@ -219,7 +236,7 @@ def run_workload(name, size, config, progress, latency, quick=False, peers=core.
     }
     if latency:
         progress.step("compile latency: two fresh processes")
-        result["latency"] = measure_latency(name)
+        result["latency"] = measure_latency(probe or wl.name)
     return result
 
 
@@ -229,6 +246,7 @@ def latency_probe(name):
     """In a fresh process: time the first call of s2s_ad's jitted gradient
     (transformation + Numba compilation, or loading from the disk cache),
     then the first call of the plain-NumPy gradient (transformation only).
+    ``name`` is a module, or ``module#i`` for the i-th workload it builds.
 
     Numba's own start-up (registries, its BLAS check importing SciPy: about
     a second, paid by the first jitted function of any process) is taken
@@ -242,12 +260,12 @@ def latency_probe(name):
     start = time.perf_counter()
     numba.njit(lambda v: v + 1.0)(1.0)
     out["numba_startup_s"] = time.perf_counter() - start
-    wl = importlib.import_module(f"benchmarks.{name}").build("tiny")
-    for key, fn in (("first_call_s", ad.jit(ad.grad(wl.primal, wl.argnums))),
-                    ("transform_only_s", ad.grad(wl.primal, wl.argnums))):
+    module, _, index = name.partition("#")
+    wl = build_workloads(module, "tiny")[int(index or 0)]
+    for key, jit in (("first_call_s", True), ("transform_only_s", False)):
         try:
             start = time.perf_counter()
-            fn(*wl.args)
+            wl.derivative(ad, jit)(*wl.args)
             out[key] = time.perf_counter() - start
         except Exception as exc:  # noqa: BLE001
             out[key] = None
@@ -296,7 +314,8 @@ def fmt_target(x):
 def render(name, res):
     """The terminal table for one workload."""
     lines = [f"{name}: {res['title']} ({res['size']})"]
-    head = (f"  {'implementation':26} {'median':>9} {'IQR':>6} {'min':>9} {'first call':>10} "
+    lw = max([26] + [len(c["label"]) for c in res["implementations"].values()])
+    head = (f"  {'implementation':{lw}} {'median':>9} {'IQR':>6} {'min':>9} {'first call':>10} "
             f"{'/primal':>8} {'/hand':>7} {'/s2s_ad':>8}  check")
     lines.append(head)
     rt = res["ratios"]
@@ -304,7 +323,7 @@ def render(name, res):
         label = c["label"]
         if c["status"] in ("skipped", "error") and "median_s" not in c:
             tag = "skipped" if c["status"] == "skipped" else "ERROR"
-            lines.append(f"  {label:26} {tag}: {c.get('reason', '')}")
+            lines.append(f"  {label:{lw}} {tag}: {c.get('reason', '')}")
             continue
         iqr = (c["q3_s"] - c["q1_s"]) / c["median_s"] * 100 if c.get("median_s") else None
         cols = [fmt_time(c.get("median_s")), "-" if iqr is None else f"{iqr:.0f}%",
@@ -319,7 +338,7 @@ def render(name, res):
             check = f"{c['status']}: {c.get('reason', '')}"
             if c["status"] == "WRONG":
                 check = "*** " + check + " ***"
-        lines.append(f"  {label:26} {cols[0]:>9} {cols[1]:>6} {cols[2]:>9} {cols[3]:>10} "
+        lines.append(f"  {label:{lw}} {cols[0]:>9} {cols[1]:>6} {cols[2]:>9} {cols[3]:>10} "
                      f"{fmt_ratio(rel[0]):>8} {fmt_ratio(rel[1]):>7} {fmt_ratio(rel[2]):>8}  "
                      f"{check}")
     notes = [f"{c['label']}: {c['note']}" for c in res["implementations"].values()
@@ -341,7 +360,8 @@ def render(name, res):
             extra = f"; transformation alone {fmt_time(cold['transform_only_s'])}"
         if cold.get("numba_startup_s") is not None:
             extra += f"; plus Numba's start-up {fmt_time(cold['numba_startup_s'])}"
-        lines.append(f"  compile latency, s2s_ad jit(grad) first call: fresh process "
+        what = res["implementations"].get("s2s_ad", {}).get("label", "s2s_ad jit(grad)")
+        lines.append(f"  compile latency, {what} first call: fresh process "
                      f"{one(cold)}, second process (disk cache warm) {one(lat['warm'])}{extra}")
     return "\n".join(lines)
 
@@ -354,10 +374,13 @@ def _verdict(t):
 
 def summary_lines(result):
     lines = ["targets:"]
+    width = max([15] + [len(n) for n in result["workloads"]])
+    tw = max([22] + [len(t["name"]) for res in result["workloads"].values()
+                     for t in res["targets"]])
     for name, res in result["workloads"].items():
         for t in res["targets"]:
             verdict = _verdict(t)
-            lines.append(f"  {name:15} {t['name']:22} {fmt_target(t['value']):>7} "
+            lines.append(f"  {name:{width}} {t['name']:{tw}} {fmt_target(t['value']):>7} "
                          f"<= {t['limit']:<4g} {verdict}")
     return lines
 
@@ -478,12 +501,15 @@ def _run(args, progress, prog):
               "machine": machine(), "workloads": {}}
     start = time.perf_counter()
     for i, name in enumerate(names, 1):
-        progress.prefix = f"[{i}/{len(names)} {name}] "
-        res = run_workload(name, args.size, CONFIGS[mode], progress, latency, args.quick,
-                           peers)
-        progress.done()
-        result["workloads"][name] = res
-        print(render(name, res) + "\n", flush=True)
+        built = build_workloads(name, args.size)
+        for j, wl in enumerate(built):
+            key = wl.name if len(built) > 1 else name
+            progress.prefix = f"[{i}/{len(names)} {key}] "
+            res = run_workload(wl, args.size, CONFIGS[mode], progress, latency, args.quick,
+                               peers, probe=f"{name}#{j}")
+            progress.done()
+            result["workloads"][key] = res
+            print(render(key, res) + "\n", flush=True)
     result["elapsed_s"] = time.perf_counter() - start
     print("\n".join(summary_lines(result)))
     print(f"({mode} run, {result['elapsed_s']:.0f} s; times are medians per call; /primal, "
