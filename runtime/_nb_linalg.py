@@ -143,9 +143,27 @@ def _product_impl(a, b, fname, scalars):
     if is_scalar(a) or is_scalar(b):
         return _scale_impl(a, b)
     ct = _common_dtype(fname, a, b)
+    if a.ndim == 1 and b.ndim == 1:
+        # Short vectors: an inline loop; a BLAS call costs more than the work
+        # (per-sample gradients call this once per example).
+        return compile_impl(
+            f"def impl(a, b):\n"
+            f"    n = a.shape[0]\n"
+            f"    if n != b.shape[0]:\n"
+            f"        raise ValueError('dot: shapes not aligned')\n"
+            f"    if n > {SHORT_DOT}:\n"
+            f"        return np.dot({_prep('a', a, ct)}, {_prep('b', b, ct)})\n"
+            f"    s = {dtype_src(ct)}(0.0)\n"
+            f"    for i in range(n):\n"
+            f"        s += a[i] * b[i]\n"
+            f"    return s")
     return compile_impl(
         f"def impl(a, b):\n"
         f"    return np.dot({_prep('a', a, ct)}, {_prep('b', b, ct)})")
+
+
+#: Vectors up to this length are multiplied by an inline loop, not BLAS.
+SHORT_DOT = 32
 
 
 @overload(linalg.dot, prefer_literal=True)

@@ -57,8 +57,16 @@ def matmul(a, b, a_batched, b_batched):
 
 
 def inner(a, b, a_batched, b_batched):
-    """``np.inner`` per example (per-example rank 0 or 1)."""
-    return dot(a, b, a_batched, b_batched)
+    """``np.inner`` per example: contracts the last axes (per-example rank 0 to 2)."""
+    ra = np.ndim(a) - a_batched
+    rb = np.ndim(b) - b_batched
+    if ra == 0 or rb == 0:
+        return dot(a, b, a_batched, b_batched)
+    if ra > 2 or rb > 2:
+        raise ValueError("vmap: np.inner of arrays with more than 2 dimensions per example")
+    sa = ("z" if a_batched else "") + ("hi" if ra == 2 else "i")
+    sb = ("z" if b_batched else "") + ("ji" if rb == 2 else "i")
+    return np.einsum(f"{sa},{sb}->z{_OUT[ra, rb]}", a, b, optimize=True)
 
 
 def outer(a, b, a_batched, b_batched):

@@ -31,6 +31,9 @@ _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul
 _ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
                "dtype": "dtype"}
 _BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
+# Results that may share their operand's memory: writing into one writes the other.
+_VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze", "np.expand_dims",
+          "np.asarray"}
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}
 
 
@@ -102,6 +105,7 @@ class Lowerer:
         self.body = []
         self.loops = 0            # loops around the statement being lowered
         self.cse = {}             # id(block) -> {primitive key: its value}
+        self.views = set()        # names that may share another array's memory
         self.node = src.node
         self.param_trees = []
         self.params = []
@@ -192,6 +196,12 @@ class Lowerer:
         if not isinstance(storage, Var) or storage.name in self.program.consts:
             raise self.error(target, "only local arrays can be written into; copy a module-level "
                              "array first (a = np.copy(A))")
+        if storage.name in self.views:
+            raise self.error(target, "writing into a view of another array (a slice, row, "
+                             "reshape or transpose of it) is not supported, because the write "
+                             "changes that array too; write into the array itself (M[i, j] = v "
+                             "rather than row = M[i]; row[j] = v), or copy the view first "
+                             "(row = np.copy(M[i]))")
         return storage
 
     def emit_setitem(self, storage, index, value):
@@ -259,6 +269,8 @@ class Lowerer:
             raise self.error(node, "a variable holds a tuple on one path and a value on another")
         elif value != target:
             block.append(Prim([target.name], rules.RULES["copy"], [value], {}, None))
+            if isinstance(value, Var) and value.name in self.views:
+                self.views.add(target.name)
 
     def enter_loop(self, node, body):
         """Header names for the variables a loop body assigns."""
@@ -371,6 +383,8 @@ class Lowerer:
         """Point every reference the lowering still holds at the new name."""
         for key, v in self.env.items():
             self.env[key] = _replace(v, old, new)
+        if old.name in self.views:
+            self.views.add(new.name)
         for table in self.cse.values():
             for key, v in table.items():
                 if v == old:
@@ -602,6 +616,8 @@ class Lowerer:
         target = self.names.temp()
         loc = self.src.loc(node or self.node)
         self.body.append(Prim([target], rule, list(operands), params, loc))
+        if rule.name in _VIEWS:
+            self.views.add(target)
         if key is not None:
             table[key] = Var(target)
         return Var(target)
@@ -648,6 +664,7 @@ class Lowerer:
         child.src, child.program, child.names = src, self.program, self.names
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse = self.cse
+        child.views = self.views
         child.env = dict(zip(src.param_names, values))
         self.program._active.append(fn)
         try:

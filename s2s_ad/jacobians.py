@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from . import pytree
-from .api import Transformed, _check_arity, _plain, vjp
+from .api import Transformed, _check_arity, _plain
 
 
 def jvp(fun, primals, tangents):
@@ -179,23 +179,78 @@ class Jacobian:
             batched = self._batched(args, nums)
             if batched is not None:
                 return batched
-        return self._forward(args, nums, direction)
+            return self._nested(args, None)
+        return self(*args), self._nested(args, direction)
+
+    def _nested(self, args, direction):
+        """Jacobians of Jacobians (and their JVPs) as directional derivatives.
+
+        Entry ``[..., k1, ..., kd]`` of a Jacobian nested ``d`` deep is the
+        d-th directional derivative of the innermost function along unit
+        tangents ``e_k1, ..., e_kd``: a function with ``d`` forward layers,
+        mapped over every combination of unit tangents in one batched call
+        (the JVP of a Jacobian adds one layer along the given direction).
+        """
+        levels, base = [], self
+        while isinstance(base, Jacobian):
+            levels.append(base)
+            base = base.fun
+        levels.reverse()                          # innermost first
+        for level in levels:
+            if not level.single or pytree.flatten(args[level.argnums[0]])[1] is not None:
+                raise TypeError("Jacobians nested more than two deep (or their JVPs) take a "
+                                "single argnum holding one array or float at each level")
+        t = _as_transformed(base)
+        nums = [level._nums(args)[0] for level in levels]
+        layers = [((n,), "tangent") for n in nums]
+        extra = []
+        if direction is not None:
+            floats = tuple(i for i, a in enumerate(args) if _is_float_tree(a))
+            layers.append((floats, "tangent"))
+            extra = [direction[i] for i in floats]
+        if t.kind == "primal":
+            layered = t.derived("primal", layers=t.layers + tuple(layers))
+        else:
+            layered = t.derived(t.kind, layers=t.layers + tuple(layers), units=())
+        head = list(_with_units(t, args))
+        sizes = [int(np.size(args[n])) for n in nums]
+        combos = int(np.prod(sizes))
+        grids = np.indices(sizes).reshape(len(sizes), -1)
+        tangents = []
+        for n, k in zip(nums, grids):
+            leaf = np.asarray(args[n], dtype=np.result_type(args[n], np.float32))
+            e = np.zeros((combos, leaf.size), dtype=leaf.dtype)
+            e[np.arange(combos), k] = 1.0
+            tangents.append(e.reshape((combos,) + np.shape(args[n])))
+        axes = (None,) * len(head) + (0,) * len(tangents) + (None,) * len(extra)
+        result = _mapped(layered, axes)(*head, *tangents, *extra)
+        out_leaves, out_tree = pytree.flatten(result)
+        shaped = []
+        for ol in out_leaves:
+            ol = np.asarray(ol).reshape(tuple(sizes) + np.shape(ol)[1:])
+            ol = np.moveaxis(ol, tuple(range(len(sizes))),
+                             tuple(range(ol.ndim - len(sizes), ol.ndim)))
+            in_shape = sum((np.shape(args[n]) for n in nums), ())
+            shaped.append(_scalarize(ol.reshape(ol.shape[:ol.ndim - len(sizes)] + in_shape)))
+        return pytree.unflatten(shaped, out_tree)
 
     def _batched(self, args, nums):
         """All columns (or rows) in one batched call of one generated function.
 
         The JVP (or VJP) is mapped over the unit tangents (cotangents) with
-        :func:`~s2s_ad.vmap`, so under ``ad.jit`` one compiled loop computes
-        the whole Jacobian.  None where this does not apply (a Jacobian of a
-        Jacobian of a vector function), which then goes column by column.
+        :func:`~s2s_ad.vmap`, so one compiled loop (or one vectorized call)
+        computes the whole Jacobian.  None where this does not apply (a
+        Jacobian of a Jacobian of a vector function), which then goes column
+        by column.  Tangents are passed in argument order; the result lists
+        the arguments in ``argnums`` order.
         """
+        order = tuple(sorted(nums))
         inner = self.fun
         if isinstance(inner, Jacobian):
             if inner.mode != "rev" or isinstance(inner.fun, Jacobian):
                 return None
             t = _as_transformed(inner.fun)
-            if t.kind != "primal" or inner.argnums != self.argnums and not (
-                    len(inner.argnums) == 1 and inner.argnums[0] % len(args) == nums[0]):
+            if t.kind != "primal":
                 return None
             out = t(*args)
             if pytree.flatten(out)[1] is not None or np.ndim(out) != 0:
@@ -203,129 +258,74 @@ class Jacobian:
             # The Hessian of a scalar function: one Hessian-vector product
             # (gradient of the directional derivative) per unit tangent.
             grad_of = t.derived("grad", argnums=tuple(inner._nums(args)), single=inner.single,
-                                layers=t.layers + ((tuple(nums), "tangent"),))
-            return self._columns(grad_of, args, nums, lambda r: r, inner_single=inner.single)
+                                layers=t.layers + ((order, "tangent"),))
+            return self._columns(grad_of, _with_units(t, args), nums, order, lambda r: r)
         t = _as_transformed(inner)
         if self.mode == "rev" and t.kind == "primal":
             return self._rows(t, args, nums)
         if t.kind == "primal":
-            layered = t.derived("primal", layers=t.layers + ((tuple(nums), "pair"),))
-            return self._columns(layered, _with_units(t, args), nums, lambda r: r[1])
+            layered = t.derived("primal", layers=t.layers + ((order, "pair"),))
+            return self._columns(layered, _with_units(t, args), nums, order, lambda r: r[1])
         if t.has_aux:
             return None
-        layered = t.derived(t.kind, layers=t.layers + ((tuple(nums), "tangent"),), units=())
-        return self._columns(layered, _with_units(t, args), nums, lambda r: r)
+        layered = t.derived(t.kind, layers=t.layers + ((order, "tangent"),), units=())
+        return self._columns(layered, _with_units(t, args), nums, order, lambda r: r)
 
-    def _columns(self, layered, args, nums, tangent_of, inner_single=None):
+    def _columns(self, layered, args, nums, order, tangent_of):
         """Map ``layered(*args, *tangents)`` over unit tangents; assemble the Jacobian."""
-        basis, blocks = _unit_basis([args[i] for i in nums])
-        axes = (None,) * len(args) + (0,) * len(nums)
+        basis, blocks = _unit_basis([args[i] for i in order])
+        axes = (None,) * len(args) + (0,) * len(order)
+        if blocks and sum(size for b in blocks for _, size in b) == 0:
+            return self._empty(args, nums)
         result = tangent_of(_mapped(layered, axes)(*args, *basis))
         out_leaves, out_tree = pytree.flatten(result)
-        per_arg = []
-        for n, i in enumerate(nums):
-            in_leaves, in_tree = pytree.flatten(args[i])
-            per_out = []
-            for ol in out_leaves:
-                per_in = []
-                for (start, size), il in zip(blocks[n], in_leaves):
-                    cols = np.moveaxis(np.asarray(ol)[start:start + size], 0, -1)
-                    per_in.append(_scalarize(cols.reshape(np.shape(ol)[1:] + np.shape(il))))
-                per_out.append(pytree.unflatten(per_in, in_tree))
-            per_arg.append(pytree.unflatten(per_out, out_tree))
-        return per_arg[0] if self.single else tuple(per_arg)
+        where = dict(zip(order, blocks))
+
+        def block(o, ol, i, j, il):
+            start, size = where[i][j]
+            cols = np.moveaxis(np.asarray(ol)[start:start + size], 0, -1)
+            return cols.reshape(np.shape(ol)[1:] + np.shape(il))
+        return self._structure(out_leaves, out_tree, args, nums, block)
 
     def _rows(self, t, args, nums):
         """Map the VJP over unit cotangents of the output; assemble the Jacobian."""
         out = t(*args)
         out_leaves, out_tree = pytree.flatten(out)
         basis, blocks = _unit_basis([out])
+        if sum(size for _, size in blocks[0]) == 0:
+            return self._empty(args, nums)
         pull = t.derived("vjp", argnums=tuple(nums), single=False)
-        axes = (None,) * len(args) + (0,)
-        grads = _mapped(pull, axes)(*args, basis[0])
-        per_arg = []
-        for n, i in enumerate(nums):
-            g_leaves, _ = pytree.flatten(grads[n])
-            in_leaves, in_tree = pytree.flatten(args[i])
-            per_out = []
-            for (start, size), ol in zip(blocks[0], out_leaves):
-                per_in = [_scalarize(np.asarray(g)[start:start + size].reshape(
-                    np.shape(ol) + np.shape(il))) for g, il in zip(g_leaves, in_leaves)]
-                per_out.append(pytree.unflatten(per_in, in_tree))
-            per_arg.append(pytree.unflatten(per_out, out_tree))
-        return per_arg[0] if self.single else tuple(per_arg)
+        grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
+        by_arg = {i: pytree.flatten(g)[0] for i, g in zip(nums, grads)}
+        rows = dict(enumerate(blocks[0]))
 
-    def _forward(self, args, nums, direction):
-        """Columns along each unit tangent of each differentiated leaf."""
-        zeros = [_zero_tangent(a) for a in args]
-        out, cols, dcols = None, {}, {}
-        for i in nums:
-            leaves, tree = pytree.flatten(args[i])
-            for j, leaf in enumerate(leaves):
-                for k in range(int(np.size(leaf))):
-                    basis = [np.zeros_like(x) if isinstance(x, np.ndarray) else 0.0 * x
-                             for x in leaves]
-                    basis[j] = _unit_at(leaf, k)
-                    tangents = list(zeros)
-                    tangents[i] = pytree.unflatten(basis, tree)
-                    if direction is None:
-                        out, col = jvp(self.fun, tuple(args), tuple(tangents))
-                        cols.setdefault((i, j), []).append(col)
-                    else:
-                        col, dcol = _jvp_of_column(self.fun, args, tangents, direction)
-                        out = col
-                        cols.setdefault((i, j), []).append(col)
-                        dcols.setdefault((i, j), []).append(dcol)
-        jac = self._assemble(out, args, nums, cols)
-        if direction is None:
-            return jac
-        return jac, self._assemble(out, args, nums, dcols)
+        def block(o, ol, i, j, il):
+            start, size = rows[o]
+            return np.asarray(by_arg[i][j])[start:start + size].reshape(
+                np.shape(ol) + np.shape(il))
+        return self._structure(out_leaves, out_tree, args, nums, block)
 
-    def _assemble(self, out, args, nums, cols):
-        """Stack columns into ``out.shape + in.shape`` per output and input leaf."""
-        out_leaves, out_tree = pytree.flatten(out)
-        per_arg = []
-        for i in nums:
-            in_leaves, in_tree = pytree.flatten(args[i])
-            blocks = []
-            for o, ol in enumerate(out_leaves):
-                per_in = []
-                for j, il in enumerate(in_leaves):
-                    stacked = np.stack([np.asarray(pytree.flatten(c)[0][o])
-                                        for c in cols[(i, j)]], axis=-1)
-                    per_in.append(stacked.reshape(np.shape(ol) + np.shape(il)).astype(
-                        np.result_type(ol, il), copy=False))
-                blocks.append(_scalarize(pytree.unflatten(per_in, in_tree)))
-            per_arg.append(pytree.unflatten(blocks, out_tree))
-        return per_arg[0] if self.single else tuple(per_arg)
-
-    def _reverse(self, t, args, nums):
-        """Rows from VJPs with unit cotangents (one VJP for a scalar output)."""
-        out, pull = vjp(t, *args)
-        out_leaves, out_tree = pytree.flatten(out)
-        rows = {}
+    def _structure(self, out_leaves, out_tree, args, nums, block):
+        """JAX's layout: the output's structure outside, one entry per argnum inside,
+        each the argument's structure with blocks of shape ``out.shape + in.shape``."""
+        per_out = []
         for o, ol in enumerate(out_leaves):
-            for k in range(int(np.size(ol))):
-                ct = [np.zeros_like(x) if isinstance(x, np.ndarray) else 0.0 * x
-                      for x in out_leaves]
-                ct[o] = _unit_at(ol, k)
-                cts = pull(pytree.unflatten(ct, out_tree))
-                rows.setdefault(o, []).append(cts)
-        per_arg = []
-        for i in nums:
-            in_leaves, in_tree = pytree.flatten(args[i])
-            blocks = []
-            for o, ol in enumerate(out_leaves):
-                per_in = []
-                for j, il in enumerate(in_leaves):
-                    stacked = np.stack([np.asarray(pytree.flatten(r[i])[0][j])
-                                        for r in rows[o]])
-                    per_in.append(stacked.reshape(np.shape(ol) + np.shape(il)).astype(
-                        np.result_type(ol, il), copy=False))
-                blocks.append(_scalarize(pytree.unflatten(per_in, in_tree)))
-            per_arg.append(pytree.unflatten(blocks, out_tree))
-        return per_arg[0] if self.single else tuple(per_arg)
+            per_arg = []
+            for i in nums:
+                in_leaves, in_tree = pytree.flatten(args[i])
+                per_arg.append(pytree.unflatten(
+                    [_scalarize(_dtype_like(block(o, ol, i, j, il), il))
+                     for j, il in enumerate(in_leaves)], in_tree))
+            per_out.append(per_arg[0] if self.single else tuple(per_arg))
+        return pytree.unflatten(per_out, out_tree)
 
+    def _empty(self, args, nums):
+        """A Jacobian with no entries (an empty input or output)."""
+        out = _as_transformed(self.fun)(*args) if not isinstance(self.fun, Jacobian) \
+            else self.fun(*args)
+        out_leaves, out_tree = pytree.flatten(out)
+        return self._structure(out_leaves, out_tree, args, nums,
+                               lambda o, ol, i, j, il: np.zeros(np.shape(ol) + np.shape(il)))
 
 _MAPPED = {}
 
@@ -365,43 +365,6 @@ def _unit_basis(values):
     return basis, blocks
 
 
-def _jvp_of_column(fun, args, basis, direction):
-    """(column, its derivative along ``direction``) for one unit tangent ``basis``."""
-    if isinstance(fun, Jacobian):
-        # A column of a Jacobian of a Jacobian: differentiate the inner one.
-        inner_col = Jacobian(_Column(fun, basis), fun.argnums if not fun.single
-                             else fun.argnums[0], "fwd")
-        return inner_col.jvp(args, direction)
-    t = _as_transformed(fun)
-    nums = tuple(i for i, p in enumerate(args) if _is_float_tree(p))
-    inner = [basis[i] for i in nums]
-    if t.kind == "primal":
-        # column(x) = jvp(f, x, e)[1]; its JVP along the direction is a
-        # second forward layer over the first.
-        layered = t.derived("primal", layers=t.layers + ((nums, "tangent"),
-                                                         (nums, "pair")))
-        col, dcol = layered(*_with_units(t, args), *inner,
-                            *[direction[i] for i in nums])
-        return col, dcol
-    col = jvp(t, tuple(args), tuple(basis))[1]
-    # The derivative of a gradient's column: a second forward layer under the
-    # gradient (reverse over forward over forward).
-    layered = t.derived(t.kind, layers=t.layers + ((nums, "tangent"), (nums, "tangent")),
-                        units=())
-    units = [_unit(args[i]) for i in t.units]
-    return col, layered(*args, *units, *inner, *[direction[i] for i in nums])
-
-
-class _Column:
-    """Placeholder for Jacobians nested three deep (differentiated column-wise)."""
-
-    def __init__(self, jac, basis):
-        self.jac, self.basis = jac, basis
-
-    def __call__(self, *args):
-        return self.jac.jvp(args, self.basis)[1]
-
-
 def _as_transformed(fun):
     if isinstance(fun, Transformed):
         return fun
@@ -429,6 +392,15 @@ def _unit_at(leaf, k):
         e.flat[k] = 1.0
         return e
     return type(leaf)(1.0) if isinstance(leaf, np.generic) else 1.0
+
+
+def _dtype_like(block, leaf):
+    """Float32 inputs give float32 Jacobians."""
+    dt = np.result_type(leaf)
+    if isinstance(block, np.ndarray) and dt.kind == "f" and block.dtype != dt and \
+            block.dtype.kind == "f" and dt.itemsize < block.dtype.itemsize:
+        return block.astype(dt)
+    return block
 
 
 def _scalarize(x):

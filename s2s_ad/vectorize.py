@@ -136,6 +136,9 @@ class Vectorizer:
     # -- the function -----------------------------------------------------------
     def build(self, key):
         body = []
+        for p in self.fn.params:       # a shared argument written with batched values
+            if p in self.batched and p not in self.params:
+                self.emit(body, BROADCAST_BATCH, [Var(p), self.like], {}, None, p)
         ret = None
         for s in self.fn.body:
             if isinstance(s, Return):
@@ -210,12 +213,14 @@ class Vectorizer:
         handler = _HANDLERS.get(rule.name)
         if handler is not None:
             return handler(self, s, body)
+        if rule.name.startswith("math."):      # math functions take Python floats only
+            np_rule = rules.RULES.get("np." + _MATH.get(rule.name[5:], rule.name[5:]))
+            if np_rule is None or not np_rule.elementwise:
+                raise Unvectorizable(f"{rule.name} has no batching rule (no NumPy "
+                                     f"equivalent)", s.loc)
+            return self.elementwise(s, body, np_rule)
         if rule.elementwise or _is_elementwise_nondiff(rule):
             return self.elementwise(s, body, rule)
-        if rule.name.startswith("math.") and rule.partials:
-            np_rule = rules.RULES.get("np." + _MATH.get(rule.name[5:], rule.name[5:]))
-            if np_rule is not None:
-                return self.elementwise(s, body, np_rule)
         if rule.name in _SAME:
             return self.emit(body, rules.RULES["copy"] if rule.name == "float" else rule,
                              s.args, s.params, s.loc, target)
@@ -253,6 +258,7 @@ class Vectorizer:
         index = s.params["index"]
         if self.is_b(index):
             raise Unvectorizable("an element write at a batched position", s.loc)
+        _check_advanced(self, index, s)
         if not self.is_b(x):           # an unbatched array written with unbatched values
             body.append(replace(s))
             return
@@ -263,25 +269,47 @@ class Vectorizer:
         body.append(Prim([], s.rule, [x, value], {"index": _batched_index(index)}, s.loc))
 
 
+def _check_advanced(vz, index, s):
+    """Integer-array indices with other indices: NumPy would move their axes first."""
+    parts = index.items if isinstance(index, Tup) else (index,)
+    arrays = [p for p in parts if isinstance(p, Var) and rank_inference.rank_of(
+        p, vz.ranks) != 0]
+    advanced = [k for k, p in enumerate(parts) if not isinstance(p, Slice) and not (
+        isinstance(p, Const) and (isinstance(p.value, slice) or p.value is None
+                                  or p.value is Ellipsis))]
+    if arrays and advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
+        raise Unvectorizable("integer-array indices separated by slices (NumPy would move "
+                             "their axis in front of the batch)", s.loc)
+
+
 def _batched_index(index):
     items = index.items if isinstance(index, Tup) else (index,)
     return Tup((Slice(),) + tuple(items))
 
 
+_NOT_ELEMENTWISE = {"np.shape", "np.ndim", "np.size", "np.argsort", "np.eye", "np.arange",
+                    "np.zeros", "np.ones", "np.empty"}
+
+
 def _is_elementwise_nondiff(rule):
-    return rule.nondiff and (rule.name.startswith("np.") or rule.name in (
-        "not",)) and rule.operands == rule.params and len(rule.operands) in (1, 2) and \
-        rule.name not in ("np.shape", "np.ndim", "np.size", "np.argsort", "np.eye",
-                          "np.arange", "np.zeros", "np.ones", "np.empty")
+    return (rule.nondiff and rule.name.startswith("np.") and rule.operands == rule.params
+            and len(rule.operands) in (1, 2) and rule.name not in _NOT_ELEMENTWISE)
 
 
 # -- batching rules of the primitives that are not elementwise ----------------------
 
-def _axis(v, rank, s, extra=0):
-    """A static axis (or None / tuple) of a per-example rank, shifted past the batch axis."""
+def _const_axis(v, s):
+    """An axis parameter as a Const (a literal tuple of ints arrives as a Tup)."""
+    if isinstance(v, Tup) and all(isinstance(x, Const) for x in v.items):
+        return Const(tuple(x.value for x in v.items))
     if not isinstance(v, Const):
         raise Unvectorizable("an axis that is not a constant", s.loc)
-    ax = v.value
+    return v
+
+
+def _axis(v, rank, s, extra=0):
+    """A static axis (or None / tuple) of a per-example rank, shifted past the batch axis."""
+    ax = _const_axis(v, s).value
     if ax is None:
         return tuple(range(1, rank + 1))
     if isinstance(ax, tuple):
@@ -301,6 +329,8 @@ def _reduction(vz, s, body):
 
 def _dot(vz, s, body):
     a, b = s.args
+    if max(vz.rank(a, s.loc), vz.rank(b, s.loc)) > 2:
+        raise Unvectorizable(f"{s.rule.name} of arrays with more than 2 dimensions", s.loc)
     vz.emit(body, _DOTS[s.rule.name], [a, b, Const(vz.is_b(a)), Const(vz.is_b(b))], {}, s.loc,
             s.targets[0])
 
@@ -308,6 +338,7 @@ def _dot(vz, s, body):
 def _getitem(vz, s, body):
     x = s.args[0]
     index = s.params["index"]
+    _check_advanced(vz, index, s)
     if not vz.is_b(index):
         return vz.emit(body, s.rule, [x], {"index": _batched_index(index)}, s.loc, s.targets[0])
     if isinstance(index, Var) and vz.rank(index, s.loc) == 0:
@@ -344,9 +375,7 @@ def _ravel(vz, s, body):
 def _transpose(vz, s, body):
     a = s.args[0]
     r = vz.rank(a, s.loc)
-    axes = s.params.get("axes", Const(None))
-    if not isinstance(axes, Const):
-        raise Unvectorizable("transpose axes that are not constants", s.loc)
+    axes = _const_axis(s.params.get("axes", Const(None)), s)
     new = (0,) + (tuple(range(r, 0, -1)) if axes.value is None
                   else tuple(x % r + 1 for x in axes.value))
     vz.emit(body, s.rule, [a], {"axes": Const(new)}, s.loc, s.targets[0])
@@ -355,14 +384,16 @@ def _transpose(vz, s, body):
 def _expand_dims(vz, s, body):
     a = s.args[0]
     r = vz.rank(a, s.loc)
-    vz.emit(body, s.rule, [a], {"axis": Const(_axis(s.params["axis"], r, s, extra=1))}, s.loc,
+    axis = _const_axis(s.params["axis"], s)
+    extra = len(axis.value) if isinstance(axis.value, tuple) else 1
+    vz.emit(body, s.rule, [a], {"axis": Const(_axis(axis, r, s, extra=extra))}, s.loc,
             s.targets[0])
 
 
 def _squeeze(vz, s, body):
     a = s.args[0]
-    axis = s.params.get("axis", Const(None))
-    if isinstance(axis, Const) and axis.value is None:
+    axis = _const_axis(s.params.get("axis", Const(None)), s)
+    if axis.value is None:
         raise Unvectorizable("np.squeeze without an axis (it could squeeze the batch)", s.loc)
     vz.emit(body, s.rule, [a], {"axis": Const(_axis(axis, vz.rank(a, s.loc), s))}, s.loc,
             s.targets[0])
@@ -391,6 +422,16 @@ def _broadcast_like(vz, s, body):
     vz.emit(body, BATCH_BROADCAST_LIKE, [t, x, Const(vz.is_b(x))], {}, s.loc, s.targets[0])
 
 
+def _full_like(vz, s, body):
+    a, fill = s.args
+    if not vz.is_b(fill):
+        return vz.emit(body, s.rule, [a, fill], s.params, s.loc, s.targets[0])
+    zeros = vz.emit(body, rules.RULES["np.zeros_like"], [vz.batch(a, body, s.loc)],
+                    {"dtype": s.params.get("dtype", Const(None))}, s.loc)
+    fill = vz.lift(fill, vz.rank(a, s.loc), body, s.loc)
+    vz.emit(body, rules.RULES["np.add"], [zeros, fill], {}, s.loc, s.targets[0])
+
+
 def _zeros_like(vz, s, body):
     vz.emit(body, s.rule, s.args, s.params, s.loc, s.targets[0])
 
@@ -410,4 +451,5 @@ _HANDLERS.update({"getitem": _getitem, "np.reshape": _reshape, "np.ravel": _rave
                   "np.transpose": _transpose, "np.expand_dims": _expand_dims,
                   "np.squeeze": _squeeze, "np.concatenate": _sequence, "np.stack": _sequence,
                   "np.array": _sequence, "np.argmax": _argminmax, "np.argmin": _argminmax,
+                  "np.full_like": _full_like,
                   BROADCAST_LIKE.name: _broadcast_like, ZEROS_LIKE.name: _zeros_like})

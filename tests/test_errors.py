@@ -81,6 +81,8 @@ FENCE = [
     ("star_kwargs", "star_kwargs", ["**kwargs"], "def star_kwargs"),
     ("keyword_only", "keyword_only", ["keyword-only"], "def keyword_only"),
     ("positional_only", "positional_only", ["positional-only"], "def positional_only"),
+    ("write_through_view", "write_through_view", ["view", "changes that array too"], "v[0]"),
+    ("write_through_row", "write_through_row", ["view", "M[i, j] = v"], "row[0]"),
 ]
 
 

@@ -78,7 +78,7 @@ _MATH = {
     "atan": "1.0 / (1.0 + x * x)", "sinh": "math.cosh(x)", "cosh": "math.sinh(x)",
     "tanh": "1.0 - out * out", "exp": "out", "expm1": "out + 1.0",
     "log": "1.0 / x", "log1p": "1.0 / (1.0 + x)", "log2": "1.0 / (x * 0.6931471805599453)",
-    "log10": "1.0 / (x * 2.302585092994046)", "sqrt": "0.5 / out", "fabs": "math.copysign(1.0, x)",
+    "log10": "1.0 / (x * 2.302585092994046)", "sqrt": "0.5 / out", "fabs": "np.sign(x)",
     "asinh": "1.0 / math.sqrt(x * x + 1.0)", "atanh": "1.0 / (1.0 - x * x)",
     "erf": "1.1283791670955126 * math.exp(-x * x)",
     "erfc": "-1.1283791670955126 * math.exp(-x * x)",

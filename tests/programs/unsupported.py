@@ -205,3 +205,18 @@ def keyword_only(x, *, scale=1.0):  # <- keyword_only
 
 def positional_only(x, /):  # <- positional_only
     return x
+
+
+def write_through_view(x):
+    y = x * 2.0
+    v = y[1:3]
+    v[0] = x[0]  # <- write_through_view
+    return np.sum(y)
+
+
+def write_through_row(x):
+    M = np.zeros((2, 3))
+    for i in range(2):
+        row = M[i]
+        row[0] = x[i]  # <- write_through_row
+    return np.sum(M)
