@@ -19,7 +19,7 @@ import gast
 import numpy as np
 
 from . import custom, rules
-from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While
+from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While, walk
 from .names import Names
 from .parse import FunctionSource, is_user_function
 
@@ -637,13 +637,16 @@ class Lowerer:
                     raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
                 bound[p] = self.constant(p, defaults[i - first_default], node)
         values = [bound[p] for p in src_params]
-        if custom is None and self.loops and _has_loops(self.program.source(fn)):
+        src = self.program.source(fn)
+        if custom is None and self.loops and _has_loops(src):
             return self.inline(fn, values, node)
         trees = [tree_of(v) for v in values]
         if custom is not None:
             callee = self.program.lower_custom(custom, trees, node, self.src)
         else:
             callee = self.program.lower(fn, trees, node, self.src)
+            if _has_branches(callee):
+                return self.inline(fn, values, node)
         leaves = [leaf for v in values for leaf in _leaves(v)]
         out = self._fresh_like(callee.out_tree)
         self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))
@@ -654,7 +657,8 @@ class Lowerer:
 
         Used for a user function that loops, called inside a loop: lowered
         in place, its loops share this function's tape, so the adjoint does
-        not allocate a stack per call (a separate fwd/bwd pair would).
+        not allocate a stack per call (a separate fwd/bwd pair would); and
+        for a user function with branches (see ``_has_branches``).
         """
         if fn in self.program._active:
             raise self.error(node, f"recursive call to '{fn.__name__}' is not supported; "
@@ -711,6 +715,13 @@ def _cse_key(rule, operands, params):
     except TypeError:      # e.g. a slice constant (unhashable before Python 3.12)
         return None
     return key
+
+
+def _has_branches(fn):
+    """A helper with branches (its own or inlined ones) is lowered into its caller:
+    the reverse sweep then replays its branches with the caller's own, and no
+    value set on one path only has to cross a function boundary."""
+    return any(isinstance(s, If) for s in walk(fn.body))
 
 
 def _has_loops(src):

@@ -100,6 +100,11 @@ class Batched:
         moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
                  for x, a in zip(leaves, axes)]
         result = None
+        if hasattr(self.fun, "over_batch") and all(t is None for t in treedefs):
+            jac = self.fun.over_batch(moved, axes, size)
+            if jac is not None:
+                leaves, tree = pytree.flatten(jac)
+                return self._place([np.asarray(x) for x in leaves], tree, size)
         if self.method != "loop" and size > 0:
             result = self._vectorized(moved, axes, treedefs)
         if result is not None:

@@ -305,6 +305,78 @@ class Jacobian:
                 np.shape(ol) + np.shape(il))
         return self._structure(out_leaves, out_tree, args, nums, block)
 
+    def over_batch(self, args, axes, size):
+        """The Jacobian of every example of a batch (``vmap`` of this Jacobian).
+
+        ``args`` hold a leading batch axis where ``axes`` is 0.  Instead of a
+        Jacobian per example, each unit (co)tangent of one example's input
+        (output) runs over the whole batch at once: a batched JVP per input
+        element (``jacfwd``) or a batched VJP per output element (``jacrev``),
+        each one compiled loop over the examples under ``ad.jit``.  Returns
+        None where this does not apply (nested Jacobians, gradients).
+        """
+        if isinstance(self.fun, Jacobian) or size == 0:
+            return None
+        t = _as_transformed(self.fun)
+        if t.kind != "primal" or t.units:
+            return None
+        example = [a[0] if ax == 0 else a for a, ax in zip(args, axes)]
+        nums = self._nums(example)
+        order = tuple(sorted(nums))
+        in_axes = tuple(axes)
+
+        def unit(value, k, total, start):
+            """Per leaf of ``value``: zeros with 1 at flat position k of the stack."""
+            leaves, tree = pytree.flatten(value)
+            out, at = [], start
+            for leaf in leaves:
+                n = int(np.size(leaf))
+                dtype = np.result_type(leaf, np.float32)
+                e = np.zeros((size, n), dtype=dtype)
+                if at <= k < at + n:
+                    e[:, k - at] = 1.0
+                out.append(e.reshape((size,) + np.shape(leaf)))
+                at += n
+            return pytree.unflatten(out, tree), at
+
+        if self.mode == "rev":
+            out = _mapped(t, in_axes)(*args)
+            out_ex = pytree.unflatten([o[0] for o in pytree.flatten(out)[0]],
+                                      pytree.flatten(out)[1])
+            out_leaves, out_tree = pytree.flatten(out_ex)
+            total = sum(int(np.size(o)) for o in out_leaves)
+            pull = _mapped(t.derived("vjp", argnums=tuple(nums), single=False), in_axes + (0,))
+            rows = [pull(*args, unit(out_ex, m, total, 0)[0]) for m in range(total)]
+            starts = np.cumsum([0] + [int(np.size(o)) for o in out_leaves])
+
+            def block(o, ol, i, j, il):
+                n = nums.index(i)
+                stacked = np.stack([np.asarray(pytree.flatten(rows[m][n])[0][j])
+                                    for m in range(starts[o], starts[o + 1])], axis=1)
+                return stacked.reshape((size,) + np.shape(ol) + np.shape(il))
+            return self._structure(out_leaves, out_tree, example, nums, block)
+        layered = _mapped(t.derived("primal", layers=t.layers + ((order, "pair"),)),
+                          in_axes + (0,) * len(order))
+        sizes = [sum(int(np.size(x)) for x in pytree.flatten(example[i])[0]) for i in order]
+        total = sum(sizes)
+        cols = []
+        for k in range(total):
+            tangents, at = [], 0
+            for i in order:
+                tangent, at = unit(example[i], k, total, at)
+                tangents.append(tangent)
+            cols.append(layered(*args, *tangents)[1])
+        out_leaves_b, out_tree = pytree.flatten(cols[0]) if cols else ([], None)
+        out_leaves = [o[0] for o in out_leaves_b]
+        firsts = dict(zip(order, np.cumsum([0] + sizes)))
+
+        def block(o, ol, i, j, il):
+            start = firsts[i] + sum(int(np.size(x)) for x in pytree.flatten(example[i])[0][:j])
+            stacked = np.stack([np.asarray(pytree.flatten(cols[k])[0][o])
+                                for k in range(start, start + int(np.size(il)))], axis=-1)
+            return stacked.reshape((size,) + np.shape(ol) + np.shape(il))
+        return self._structure(out_leaves, out_tree, example, nums, block)
+
     def _structure(self, out_leaves, out_tree, args, nums, block):
         """JAX's layout: the output's structure outside, one entry per argnum inside,
         each the argument's structure with blocks of shape ``out.shape + in.shape``."""
