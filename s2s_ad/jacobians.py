@@ -29,6 +29,7 @@ def jvp(fun, primals, tangents):
         return fun.jvp(primals, tangents)
     t = _as_transformed(fun)
     primals = _check_arity(t.fun, primals) if not t.units else primals
+    tangents = tangents + tuple(_zero_tangent(p) for p in primals[len(tangents):])
     nums = tuple(i for i, p in enumerate(primals) if _is_float_tree(p))
     given = [tangents[i] for i in nums]
     if not nums:
