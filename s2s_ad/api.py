@@ -36,6 +36,7 @@ class Transformed:
         if kind == "vjp" and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
+        self._dtypes = {}         # float32 calls: NumPy's dtype of each result leaf
         functools.update_wrapper(self, fun, updated=())
         if kind == "primal":
             self.__s2s_ad_function__ = fun
@@ -137,7 +138,11 @@ class Transformed:
             args = _check_arity(self.fun, args)
         if self.kind == "primal":
             entry, leaves, _ = self.entry(args)
-            return entry(*leaves)
+            result = entry(*leaves)
+            if self.target != "python" and any(
+                    getattr(x, "dtype", None) == np.float32 for x in leaves):
+                result = self._numpy_dtypes(args, leaves, result)
+            return result
         entry, leaves, post = self._prepare(args)
         return post(entry(*leaves))
 
@@ -176,6 +181,32 @@ class Transformed:
         st = self._last
         return getattr(st.compiled, st.entry), leaves, post
 
+    def _numpy_dtypes(self, args, leaves, result):
+        """Float results in the dtypes plain NumPy gives them.
+
+        Numba returns float32 scalars as Python floats, and promotes
+        ``float32 * 0.5`` to float64 where NumPy keeps float32 (a Python float
+        is a "weak" scalar there).  With float32 arguments the user's function
+        runs once in Python per argument structure to learn NumPy's dtypes;
+        each result (and each tangent, which has its value's dtype) is cast.
+        """
+        key = tuple(_type_key(x) for x in leaves)
+        dtypes = self._dtypes.get(key)
+        if dtypes is None:
+            n = _arg_count(self.fun)
+            reference = self.fun(*args[:n]) if n is not None else None
+            dtypes = [np.result_type(x) if isinstance(x, (float, np.floating, np.ndarray))
+                      else None for x in pytree.flatten(reference)[0]]
+            for argnums, output in self.layers:
+                if argnums != "vmap" and output in ("pair", "flat"):
+                    dtypes = dtypes + dtypes
+            self._dtypes[key] = dtypes
+        out, tree = pytree.flatten(result)
+        if len(out) != len(dtypes):
+            return result
+        fixed = [_as_dtype(x, dt) for x, dt in zip(out, dtypes)]
+        return pytree.unflatten(fixed, tree)
+
     def _check_scalar(self, args):
         """grad needs a scalar output: checked once per argument structure.
 
@@ -211,11 +242,30 @@ def _unit_like(x, t):
 
 
 def _signature(a):
-    """Rank and dtype kind of a plain array, 0 for a Python float, else None."""
+    """Rank and dtype kind of a plain array, 0 for a Python float, else None.
+
+    float32 arrays take the checked path (their results' dtypes are
+    checked, see :meth:`Transformed._numpy_dtypes`).
+    """
     t = type(a)
     if t is np.ndarray:
-        return (a.ndim, a.dtype.kind)
+        return (a.ndim, a.dtype.kind) if a.dtype != np.float32 else None
     return 0 if t is float else None
+
+
+def _type_key(x):
+    return (type(x), getattr(x, "dtype", None), getattr(x, "ndim", None))
+
+
+def _as_dtype(x, dtype):
+    """A float scalar or array in ``dtype`` (other values as they are)."""
+    if dtype is None or dtype.kind != "f":
+        return x
+    if type(x) is float or isinstance(x, np.floating):
+        return dtype.type(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype != dtype:
+        return x.astype(dtype)
+    return x
 
 
 def _like_arg(g, arg):

@@ -232,7 +232,9 @@ class Jacobian:
             ol = np.moveaxis(ol, tuple(range(len(sizes))),
                              tuple(range(ol.ndim - len(sizes), ol.ndim)))
             in_shape = sum((np.shape(args[n]) for n in nums), ())
-            shaped.append(_scalarize(ol.reshape(ol.shape[:ol.ndim - len(sizes)] + in_shape)))
+            block = ol.reshape(ol.shape[:ol.ndim - len(sizes)] + in_shape)
+            shaped.append(_scalarize(_dtype_like(block, np.result_type(*[args[n]
+                                                                          for n in nums]))))
         return pytree.unflatten(shaped, out_tree)
 
     def _batched(self, args, nums):

@@ -47,16 +47,9 @@ TARGETS = {"python": "python", "numba": "cpu"}
 
 # -- known bugs ---------------------------------------------------------------------
 
-JIT_F32_SCALAR = ("under ad.jit, a float32 scalar output that the Numba build returns comes back "
-                  "as a Python float, and so does its tangent (float64, not float32); loop-free "
-                  "code keeps float32 only when the first call timed plain NumPy faster")
 
 # (test, program, backend or None for every backend) -> reason
-KNOWN_BUGS = {
-    ("float32", "cumsum_sq", "numba"): JIT_F32_SCALAR,
-    ("float32", "while_continue", "numba"): JIT_F32_SCALAR,
-    ("float32", "piecewise", "numba"): JIT_F32_SCALAR,
-}
+KNOWN_BUGS = {}
 
 
 def _known(test, name, backend=None):
@@ -396,8 +389,7 @@ def test_jvp_float32_tangent_dtype(backend):
     assert out.dtype == np.float32 and dout.dtype == np.float32
 
 
-@pytest.mark.parametrize("backend", [
-    "python", pytest.param("numba", marks=pytest.mark.xfail(strict=True, reason=JIT_F32_SCALAR))])
+@pytest.mark.parametrize("backend", ["python", "numba"])
 def test_jvp_float32_scalar_tangent_dtype(backend):
     """Float32 scalar arguments: the tangent output is float32, as NumPy's own
     output is (ad.grad keeps float32 scalars under ad.jit; ad.jvp should too)."""

@@ -649,11 +649,8 @@ def test_hessian_unsorted_argnums():
     np.testing.assert_allclose(np.array(H, dtype=float), [[d_bb, d_ab], [d_ab, d_aa]], rtol=1e-12)
 
 
-F32_BUG = ("the Hessian of a float32 function with respect to a float32 scalar argument "
-           "(tall(x, y), argnums=1) comes back as float64; jacfwd, jacrev and argnums=0 keep float32")
 # (function, argnums, mode, backend) -> reason
-F32_BUGS = {("tall", 1, "hessian", "python"): F32_BUG,
-            ("tall", 1, "hessian", "numba"): F32_BUG}
+F32_BUGS = {}
 
 
 def vector_f32(x):
