@@ -101,7 +101,8 @@ class Batched:
                  for x, a in zip(leaves, axes)]
         result = None
         if hasattr(self.fun, "over_batch") and all(t is None for t in treedefs):
-            jac = self.fun.over_batch(moved, axes, size)
+            jac = self.fun.over_batch(_unflatten_args(moved, treedefs), axes, size,
+                                      self.method)
             if jac is not None:
                 leaves, tree = pytree.flatten(jac)
                 return self._place([np.asarray(x) for x in leaves], tree, size)

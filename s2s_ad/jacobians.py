@@ -308,7 +308,7 @@ class Jacobian:
                 np.shape(ol) + np.shape(il))
         return self._structure(out_leaves, out_tree, args, nums, block)
 
-    def over_batch(self, args, axes, size):
+    def over_batch(self, args, axes, size, method=None):
         """The Jacobian of every example of a batch (``vmap`` of this Jacobian).
 
         ``args`` hold a leading batch axis where ``axes`` is 0.  Instead of a
@@ -343,12 +343,13 @@ class Jacobian:
             return pytree.unflatten(out, tree), at
 
         if self.mode == "rev":
-            out = _mapped(t, in_axes)(*args)
+            out = _mapped(t, in_axes, method)(*args)
             out_ex = pytree.unflatten([o[0] for o in pytree.flatten(out)[0]],
                                       pytree.flatten(out)[1])
             out_leaves, out_tree = pytree.flatten(out_ex)
             total = sum(int(np.size(o)) for o in out_leaves)
-            pull = _mapped(t.derived("vjp", argnums=tuple(nums), single=False), in_axes + (0,))
+            pull = _mapped(t.derived("vjp", argnums=tuple(nums), single=False), in_axes + (0,),
+                           "loop" if method == "vectorize" else method)
             rows = [pull(*args, unit(out_ex, m, total, 0)[0]) for m in range(total)]
             starts = np.cumsum([0] + [int(np.size(o)) for o in out_leaves])
 
@@ -359,7 +360,7 @@ class Jacobian:
                 return stacked.reshape((size,) + np.shape(ol) + np.shape(il))
             return self._structure(out_leaves, out_tree, example, nums, block)
         layered = _mapped(t.derived("primal", layers=t.layers + ((order, "pair"),)),
-                          in_axes + (0,) * len(order))
+                          in_axes + (0,) * len(order), method)
         sizes = [sum(int(np.size(x)) for x in pytree.flatten(example[i])[0]) for i in order]
         total = sum(sizes)
         cols = []
@@ -405,12 +406,12 @@ class Jacobian:
 _MAPPED = {}
 
 
-def _mapped(fun, axes):
+def _mapped(fun, axes, method=None):
     """``vmap(fun, in_axes=axes)``, built once (its compiled loop is kept)."""
     from .batching import vmap
-    key = (fun, axes)
+    key = (fun, axes, method)
     if key not in _MAPPED:
-        _MAPPED[key] = vmap(fun, in_axes=axes)
+        _MAPPED[key] = vmap(fun, in_axes=axes, method=method)
     return _MAPPED[key]
 
 
