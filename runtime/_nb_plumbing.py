@@ -19,32 +19,41 @@ def _first(name, ndim):
     return f"{name}[{index(['0'] * ndim)}]"
 
 
-def _unbroadcast_src(gnd, xnd):
-    """Source summing a rank-`gnd` g into a rank-`xnd` x's shape.
+def _broadcast_src(fname, small, big, small_nd, big_nd, first, alloc, statement):
+    """Source of a loop over every element of ``big`` (a broadcast of ``small``).
 
-    Each element of g is added to x's element found by dropping g's
-    leading axes and zeroing the index on axes where x has length 1; the
-    zeroing is a multiplier m_j fixed before the loop, so no branches.
+    ``small``'s element for a ``big`` index drops ``big``'s leading axes and
+    zeroes the index on axes where ``small`` has length 1; the zeroing is a
+    multiplier m_j fixed before the loop, so no branches.  ``first`` is the
+    argument returned as is when the shapes are equal; ``statement`` formats
+    the loop body from the big and small index texts.
     """
-    lead = gnd - xnd
-    g_idx = [f"i{d}" for d in range(gnd)]
-    x_idx = [f"i{lead + j} * m{j}" for j in range(xnd)]
-    lines = ["def impl(g, x):"]
-    if gnd == xnd:
+    lead = big_nd - small_nd
+    big_idx = [f"i{d}" for d in range(big_nd)]
+    small_idx = [f"i{lead + j} * m{j}" for j in range(small_nd)]
+    params = ", ".join(sorted({small, big}, key=lambda n: n != first))
+    lines = [f"def impl({params}):"]
+    if big_nd == small_nd:
         # Shapes are only known at run time; equal shapes need no work.
-        lines.append("    if g.shape == x.shape:")
-        lines.append("        return g")
-    for j in range(xnd):
+        lines.append(f"    if {small}.shape == {big}.shape:")
+        lines.append(f"        return {first}")
+    for j in range(small_nd):
         lines += [f"    m{j} = 1",
-                  f"    if x.shape[{j}] == 1:",
+                  f"    if {small}.shape[{j}] == 1:",
                   f"        m{j} = 0",
-                  f"    elif x.shape[{j}] != g.shape[{lead + j}]:",
-                  "        raise ValueError('unbroadcast: shapes differ')"]
-    lines.append("    out = np.zeros(x.shape, g.dtype)")
-    lines += loops(g_idx, [f"g.shape[{d}]" for d in range(gnd)],
-                   [f"out[{index(x_idx)}] += g[{index(g_idx)}]"])
+                  f"    elif {small}.shape[{j}] != {big}.shape[{lead + j}]:",
+                  f"        raise ValueError('{fname}: shapes differ')"]
+    lines.append(f"    out = {alloc}")
+    lines += loops(big_idx, [f"{big}.shape[{d}]" for d in range(big_nd)],
+                   [statement(index(big_idx), index(small_idx))])
     lines.append("    return out")
     return "\n".join(lines)
+
+
+def _unbroadcast_src(gnd, xnd):
+    """Source summing a rank-`gnd` g into a rank-`xnd` x's shape."""
+    return _broadcast_src("unbroadcast", "x", "g", xnd, gnd, "g", "np.zeros(x.shape, g.dtype)",
+                          lambda big, small: f"out[{small}] += g[{big}]")
 
 
 @overload(plumbing.unbroadcast, prefer_literal=True)
@@ -124,29 +133,10 @@ def _reshape_like(g, x):
 
 
 def _broadcast_like_src(tnd, xnd):
-    """Source copying a rank-`tnd` t into a new array of x's shape.
-
-    Each element of the result reads t's element found by dropping the
-    result's leading axes and zeroing the index on axes where t has length 1.
-    """
-    lead = xnd - tnd
-    x_idx = [f"i{d}" for d in range(xnd)]
-    t_idx = [f"i{lead + j} * m{j}" for j in range(tnd)]
-    lines = ["def impl(t, x):"]
-    if tnd == xnd:
-        lines.append("    if t.shape == x.shape:")
-        lines.append("        return t")
-    for j in range(tnd):
-        lines += [f"    m{j} = 1",
-                  f"    if t.shape[{j}] == 1:",
-                  f"        m{j} = 0",
-                  f"    elif t.shape[{j}] != x.shape[{lead + j}]:",
-                  "        raise ValueError('broadcast_like: shapes differ')"]
-    lines.append("    out = np.empty(x.shape, t.dtype)")
-    lines += loops(x_idx, [f"x.shape[{d}]" for d in range(xnd)],
-                   [f"out[{index(x_idx)}] = t[{index(t_idx)}]"])
-    lines.append("    return out")
-    return "\n".join(lines)
+    """Source copying a rank-`tnd` t into a new array of x's shape."""
+    return _broadcast_src("broadcast_like", "t", "x", tnd, xnd, "t",
+                          "np.empty(x.shape, t.dtype)",
+                          lambda big, small: f"out[{big}] = t[{small}]")
 
 
 @overload(plumbing.broadcast_like, prefer_literal=True)

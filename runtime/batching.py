@@ -36,8 +36,8 @@ def take(x, i):
 _OUT = {(1, 1): "", (2, 1): "h", (1, 2): "j", (2, 2): "hj"}
 
 
-def dot(a, b, a_batched, b_batched):
-    """``np.dot`` per example (operands of per-example rank 0, 1 or 2)."""
+def _contract(a, b, a_batched, b_batched, b_matrix, fname):
+    """Per-example product of operands of rank 0 to 2; ``b_matrix`` spells b's axes."""
     ra = np.ndim(a) - a_batched
     rb = np.ndim(b) - b_batched
     if ra == 0 or rb == 0:
@@ -45,28 +45,25 @@ def dot(a, b, a_batched, b_batched):
         b = lift(b, ra) if b_batched else b
         return np.multiply(a, b)
     if ra > 2 or rb > 2:
-        raise ValueError("vmap: np.dot of arrays with more than 2 dimensions per example")
+        raise ValueError(f"vmap: {fname} of arrays with more than 2 dimensions per example")
     sa = ("z" if a_batched else "") + ("hi" if ra == 2 else "i")
-    sb = ("z" if b_batched else "") + ("ij" if rb == 2 else "i")
+    sb = ("z" if b_batched else "") + (b_matrix if rb == 2 else "i")
     return np.einsum(f"{sa},{sb}->z{_OUT[ra, rb]}", a, b, optimize=True)
+
+
+def dot(a, b, a_batched, b_batched):
+    """``np.dot`` per example (operands of per-example rank 0, 1 or 2)."""
+    return _contract(a, b, a_batched, b_batched, "ij", "np.dot")
 
 
 def matmul(a, b, a_batched, b_batched):
     """``np.matmul`` per example (per-example rank 1 or 2)."""
-    return dot(a, b, a_batched, b_batched)
+    return _contract(a, b, a_batched, b_batched, "ij", "np.matmul")
 
 
 def inner(a, b, a_batched, b_batched):
     """``np.inner`` per example: contracts the last axes (per-example rank 0 to 2)."""
-    ra = np.ndim(a) - a_batched
-    rb = np.ndim(b) - b_batched
-    if ra == 0 or rb == 0:
-        return dot(a, b, a_batched, b_batched)
-    if ra > 2 or rb > 2:
-        raise ValueError("vmap: np.inner of arrays with more than 2 dimensions per example")
-    sa = ("z" if a_batched else "") + ("hi" if ra == 2 else "i")
-    sb = ("z" if b_batched else "") + ("ji" if rb == 2 else "i")
-    return np.einsum(f"{sa},{sb}->z{_OUT[ra, rb]}", a, b, optimize=True)
+    return _contract(a, b, a_batched, b_batched, "ji", "np.inner")
 
 
 def outer(a, b, a_batched, b_batched):
