@@ -76,20 +76,33 @@ class Batched:
         return Batched(inner, self.in_axes, self.out_axes, self.method, parallel)
 
     def generated_source(self, *example_args):
-        """The per-sample loop (once compiled) and the function it calls."""
+        """The code that runs: the vectorized function, or the per-sample loop
+        (once compiled) and the function it calls.
+
+        With example arguments the batch is run once on them, so the lowering
+        is the one chosen for arguments like these.
+        """
         from .api import source
+        if example_args:
+            self(*example_args)
         if self._vector is not None and self.method != "loop" and "loop" not in \
                 self._choices.values():
             return (f"# vmap (lowering: vectorized by batching rules, run on NumPy; in_axes="
                     f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n" + source(self._vector))
-        inner = source(self.fun, *example_args) if example_args and _is_compiled(self.fun) \
-            else source(self.fun)
+        inner = source(self.fun)
         if _is_compiled(self.fun):
             loop = self.source or ("# (the compiled prange loop is generated on the first "
                                    "call, for the argument layout it sees)\n")
             head = (f"# vmap (lowering: per-sample loop, compiled with Numba; in_axes="
                     f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n")
             return head + loop + "\n# the function called once per example:\n" + inner
+        if not self._choices and self.method is None:
+            head = (f"# vmap (lowering chosen on the first call: vectorized by batching rules "
+                    f"when control flow does not depend on batched values, else a per-sample "
+                    f"loop; pass example arguments to ad.source to see it; in_axes="
+                    f"{self.in_axes!r}, out_axes={self.out_axes!r}); the function per "
+                    f"example:\n")
+            return head + inner
         head = (f"# vmap (lowering: per-sample loop in Python; in_axes={self.in_axes!r}, "
                 f"out_axes={self.out_axes!r}); the function called once per example:\n")
         return head + inner
