@@ -6,8 +6,9 @@ with sin/exp/tanh and products, loop-carried updates (``v = v * e``),
 differentiated values, ``for`` loops with small constant or data-dependent
 trip counts, ``while`` loops, loop-carried accumulators, writes into a zeros
 array that are read back, ``break`` on a condition -- writes each to a module
-file (the compiler reads source from files) and checks ``ad.grad`` and
-``ad.vjp`` against central finite differences.
+file (the compiler reads source from files) and checks ``ad.grad``,
+``ad.vjp`` and ``ad.jvp`` against central finite differences, and ``ad.vmap``
+against the function applied to each example.
 
 Finite differences are only valid where the program is smooth, so every
 program is first run with its comparisons and trip counts instrumented, and
@@ -29,7 +30,8 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
-from s2s_ad.testing import check_grad, check_vjp
+import s2s_ad as ad
+from s2s_ad.testing import check_grad, check_jvp, check_vjp
 
 N = 4                  # length of the array argument and of the zeros buffer
 VARS = ("v0", "v1", "v2")
@@ -277,6 +279,21 @@ def _check(folder, body, sample, target):
     np.testing.assert_allclose(module.f(x, a), outs[0], rtol=1e-12)
     check_grad(module.f, (x, a), (0, 1), target=target)
     check_vjp(module.g, (x, a), target=target)
+    check_jvp(module.f, (x, a), target=target)
+    check_jvp(module.g, (x, a), target=target)
+    if target == "python":
+        _check_vmap(module, x, a)
+
+
+def _check_vmap(module, x, a):
+    """vmap (whichever lowering it picks) equals the function over each example."""
+    xs = np.stack([x, x[::-1], 0.5 * x])
+    as_ = np.array([a, -a, 0.5 * a])
+    for fn in (module.f, module.g):
+        with np.errstate(all="ignore"):
+            want = np.stack([np.asarray(fn(xs[b], as_[b])) for b in range(3)])
+            got = ad.vmap(fn)(xs, as_)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 @settings(max_examples=int(os.environ.get("S2S_AD_RANDOM_EXAMPLES", "100")), **SETTINGS)
