@@ -8,13 +8,15 @@ for the whole batch -- so a batched gradient costs what a hand-written
 parallel loop costs.  Otherwise the loop runs in Python over whatever the
 function is (any transform, nested ``vmap`` included).
 """
+import importlib.util
 import numbers
 import os
+import sys
 import textwrap
 
 import numpy as np
 
-from . import pytree
+from . import backends, pytree
 
 METHODS = (None, "loop", "vectorize")
 #: Batches at least this large run their compiled loop on all cores
@@ -411,15 +413,25 @@ class _LoopBuilder:
                          "    for k in range(v.shape[0]):",
                          f"        {out}[b, k] = v[k]"]
         loop = "prange" if self.parallel else "range"
-        source = (f"@numba.njit(parallel={self.parallel}, cache=False)\n"
-                  f"def vmap_loop({', '.join(args + outs + ['misfit'])}):\n"
-                  f"    # one call of the compiled function per example, outputs "
-                  f"written in place\n"
-                  f"    for b in {loop}({first}.shape[0]):\n"
-                  + textwrap.indent("\n".join(body), " " * 8) + "\n")
-        import numba
-        scope = {"numba": numba, "np": np, "prange": numba.prange, "entry": self.entry}
-        exec(compile(source, "<s2s_ad vmap loop>", "exec"), scope)  # noqa: S102 - our source
-        self.function = scope["vmap_loop"]
-        self.source = source
+        py_func = self.entry.py_func
+        self.source = (f"@numba.njit(parallel={self.parallel}, cache=True)\n"
+                       f"def vmap_loop({', '.join(args + outs + ['misfit'])}):\n"
+                       f"    # one call of {py_func.__name__} per example, outputs written "
+                       f"in place\n"
+                       f"    for b in {loop}({first}.shape[0]):\n"
+                       + textwrap.indent("\n".join(body), " " * 8) + "\n")
+        # A module file beside the function it calls, so that Numba's disk
+        # cache keeps the compiled loop across processes.
+        module = (f"import numba\nimport numpy as np\nfrom numba import prange\n\n"
+                  f"from {py_func.__module__} import {py_func.__name__} as entry\n\n\n"
+                  + self.source)
+        path = backends.write_module(module, {}, "vmap_loop")
+        name = f"s2s_ad_generated.{path.stem}"
+        loaded = sys.modules.get(name)
+        if loaded is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            loaded = importlib.util.module_from_spec(spec)
+            sys.modules[name] = loaded       # Numba's cache re-imports it by name
+            spec.loader.exec_module(loaded)
+        self.function = loaded.vmap_loop
         return self
