@@ -339,8 +339,12 @@ class ReverseWriter:
         self.w.line(f"if {ast.unparse(cond)}:", cond)
         self._nested(s.body, in_loop, joins=s.joins)
         if self._has_work_in(s.orelse):
+            mark = len(self.w.lines)
             self.w.line("else:")
             self._nested(s.orelse, in_loop, joins=s.joins)
+            if all(line.strip() in ("pass", "") or line.strip().startswith("#")
+                   for line in self.w.lines[mark + 1:]):
+                del self.w.lines[mark:]            # nothing to undo on that path
 
     def rev_loop(self, s):
         self._prepare(s)
