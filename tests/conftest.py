@@ -10,6 +10,8 @@ import os
 import sys
 import tempfile
 
+import pytest
+
 
 def load_program(path):
     """Import a program file as a module named after it (once per session).
@@ -39,3 +41,27 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
         del os.environ["S2S_AD_CACHE_DIR"]
 
+
+
+def known_params(known_bugs, test, names, backends=(None,)):
+    """``pytest.param`` per (program, backend), xfail(strict) where ``known_bugs`` says.
+
+    ``known_bugs`` maps (test, program, backend or None for every backend) to
+    the reason; when a fix lands the strict mark fails loudly.
+    """
+    out = []
+    for name in names:
+        for backend in backends:
+            reason = known_bugs.get((test, name, backend)) or known_bugs.get((test, name, None))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            ident = name if backend is None else f"{name}-{backend}"
+            args = (name,) if backend is None else (name, backend)
+            out.append(pytest.param(*args, marks=marks, id=ident))
+    return out
+
+
+def is_float_tree(x):
+    """Whether ``x`` (a pytree) holds float leaves only, at least one."""
+    from s2s_ad import pytree
+    leaves = pytree.flatten(x)[0]
+    return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)

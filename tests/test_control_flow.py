@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import load_program
+from conftest import known_params, load_program
 
 import s2s_ad as ad
 from s2s_ad.testing import check_grad, check_vjp
@@ -35,20 +35,8 @@ TARGETS = {"python": "python", "numba": "cpu"}
 KNOWN_BUGS = {}
 
 
-def _known(test, name, backend=None):
-    return KNOWN_BUGS.get((test, name, backend)) or KNOWN_BUGS.get((test, name, None))
-
-
 def _params(test, names, backends=(None,)):
-    out = []
-    for name in names:
-        for backend in backends:
-            reason = _known(test, name, backend)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            ident = name if backend is None else f"{name}-{backend}"
-            args = (name,) if backend is None else (name, backend)
-            out.append(pytest.param(*args, marks=marks, id=ident))
-    return out
+    return known_params(KNOWN_BUGS, test, names, backends)
 
 
 def _same_args(got, want):

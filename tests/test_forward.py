@@ -31,7 +31,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import load_program
+from conftest import is_float_tree, known_params, load_program
 
 import s2s_ad as ad
 from s2s_ad import pytree, rules
@@ -52,20 +52,8 @@ TARGETS = {"python": "python", "numba": "cpu"}
 KNOWN_BUGS = {}
 
 
-def _known(test, name, backend=None):
-    return KNOWN_BUGS.get((test, name, backend)) or KNOWN_BUGS.get((test, name, None))
-
-
 def _params(test, names, backends=(None,)):
-    out = []
-    for name in names:
-        for backend in backends:
-            reason = _known(test, name, backend)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            ident = name if backend is None else f"{name}-{backend}"
-            args = (name,) if backend is None else (name, backend)
-            out.append(pytest.param(*args, marks=marks, id=ident))
-    return out
+    return known_params(KNOWN_BUGS, test, names, backends)
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -88,11 +76,6 @@ def _rng(*key):
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
-def _is_float_tree(x):
-    leaves = pytree.flatten(x)[0]
-    return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
-
-
 def _random_like(x, rng):
     """Standard-normal values shaped and typed like ``x`` (zeros for integer leaves)."""
     if isinstance(x, (tuple, list)):
@@ -110,7 +93,7 @@ def _random_like(x, rng):
 
 def _tangents(args, rng):
     """A random tangent for each float argument, zeros of their type for the others."""
-    return tuple(_random_like(a, rng) if _is_float_tree(a) else _zero(a) for a in args)
+    return tuple(_random_like(a, rng) if is_float_tree(a) else _zero(a) for a in args)
 
 
 def _zero(a):
@@ -193,7 +176,7 @@ def test_jvp_vjp_dot_product(name, backend):
     fn, make = PROGRAMS[name]
     args = make()
     rng = _rng("dot", name)
-    nums = [i for i, a in enumerate(args) if _is_float_tree(a)]
+    nums = [i for i, a in enumerate(args) if is_float_tree(a)]
     tangents = _tangents(args, rng)
     out, dout = ad.jvp(_backend(fn, backend), args, tangents)
     u = _float_out_like(out, rng)

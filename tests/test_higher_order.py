@@ -21,7 +21,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import load_program
+from conftest import is_float_tree, load_program
 
 import s2s_ad as ad
 from s2s_ad import pytree
@@ -750,11 +750,6 @@ def test_hessian_of_function_calling_jvp():
 CORPUS = {fn.__name__: (fn, make) for fn, make, _ in cf.CORPUS}
 
 
-def _is_float_tree(x):
-    leaves = pytree.flatten(x)[0]
-    return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
-
-
 def _random_like(x, rng):
     if isinstance(x, (tuple, list)):
         return type(x)(_random_like(v, rng) for v in x)
@@ -775,7 +770,7 @@ def test_corpus_hessian_vector_product(name):
     differences of the gradient; ad.hvp agrees with it for the first argument."""
     fn, make = CORPUS[name]
     args = make()
-    nums = tuple(i for i, a in enumerate(args) if _is_float_tree(a))
+    nums = tuple(i for i, a in enumerate(args) if is_float_tree(a))
     rng = _rng("corpus-hvp", name)
     tangents = tuple(_random_like(a, rng) if i in nums else 0 for i, a in enumerate(args))
     g = ad.grad(fn, nums)
