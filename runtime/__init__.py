@@ -14,12 +14,16 @@ from . import (  # noqa: F401
     _nb_reductions,
     _nb_shapes,
 )
-from .batching import broadcast_batch, lift, take
+from .batching import broadcast_batch, lift, take, take_grad
 from .batching import broadcast_like as batch_broadcast_like
 from .batching import dot as bdot
+from .batching import dot_grad as bdot_grad
 from .batching import inner as binner
+from .batching import inner_grad as binner_grad
 from .batching import matmul as bmatmul
 from .batching import outer as bouter
+from .batching import outer_grad as bouter_grad
+from .batching import unbroadcast as batch_unbroadcast
 from .control import range_last, snapshot
 from .elementwise import clip
 from .linalg import (
@@ -49,5 +53,6 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "clip",
     "range_last", "snapshot", "index_add",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
-    "batch_broadcast_like",
+    "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
+    "batch_unbroadcast",
 ]

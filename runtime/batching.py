@@ -36,19 +36,33 @@ def take(x, i):
 _OUT = {(1, 1): "", (2, 1): "h", (1, 2): "j", (2, 2): "hj"}
 
 
-def _contract(a, b, a_batched, b_batched, b_matrix, fname):
-    """Per-example product of operands of rank 0 to 2; ``b_matrix`` spells b's axes."""
+def _subscripts(a, b, a_batched, b_batched, b_matrix, fname):
+    """einsum subscripts (a, b, out) of a per-example product of rank 0 to 2 operands."""
     ra = np.ndim(a) - a_batched
     rb = np.ndim(b) - b_batched
-    if ra == 0 or rb == 0:
-        a = lift(a, rb) if a_batched else a
-        b = lift(b, ra) if b_batched else b
-        return np.multiply(a, b)
     if ra > 2 or rb > 2:
         raise ValueError(f"vmap: {fname} of arrays with more than 2 dimensions per example")
-    sa = ("z" if a_batched else "") + ("hi" if ra == 2 else "i")
-    sb = ("z" if b_batched else "") + (b_matrix if rb == 2 else "i")
-    return np.einsum(f"{sa},{sb}->z{_OUT[ra, rb]}", a, b, optimize=True)
+    if ra == 0 or rb == 0:                  # a scalar factor: no contraction
+        la, lb = "pq"[:ra], "rs"[:rb]
+        out = la + lb
+    else:
+        la = "hi" if ra == 2 else "i"
+        lb = b_matrix if rb == 2 else "i"
+        out = _OUT[ra, rb]
+    return ("z" if a_batched else "") + la, ("z" if b_batched else "") + lb, "z" + out
+
+
+def _contract(a, b, a_batched, b_batched, b_matrix, fname):
+    sa, sb, so = _subscripts(a, b, a_batched, b_batched, b_matrix, fname)
+    return np.einsum(f"{sa},{sb}->{so}", a, b, optimize=True)
+
+
+def _contract_grad(g, a, b, a_batched, b_batched, b_matrix, fname, which):
+    """The cotangent of operand ``which`` of :func:`_contract` (einsum transposed)."""
+    sa, sb, so = _subscripts(a, b, a_batched, b_batched, b_matrix, fname)
+    if which == "a":
+        return np.einsum(f"{so},{sb}->{sa}", g, b, optimize=True)
+    return np.einsum(f"{sa},{so}->{sb}", a, g, optimize=True)
 
 
 def dot(a, b, a_batched, b_batched):
@@ -64,6 +78,45 @@ def matmul(a, b, a_batched, b_batched):
 def inner(a, b, a_batched, b_batched):
     """``np.inner`` per example: contracts the last axes (per-example rank 0 to 2)."""
     return _contract(a, b, a_batched, b_batched, "ji", "np.inner")
+
+
+def dot_grad(g, a, b, a_batched, b_batched, which):
+    """Cotangent of ``which`` ("a"/"b") of :func:`dot` or :func:`matmul`."""
+    return _contract_grad(g, a, b, a_batched, b_batched, "ij", "np.dot", which)
+
+
+def inner_grad(g, a, b, a_batched, b_batched, which):
+    """Cotangent of ``which`` ("a"/"b") of :func:`inner`."""
+    return _contract_grad(g, a, b, a_batched, b_batched, "ji", "np.inner", which)
+
+
+def outer_grad(g, a, b, a_batched, b_batched, which):
+    """Cotangent of ``which`` ("a"/"b") of :func:`outer`."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    fa = a.reshape(a.shape[0], -1) if a_batched else a.reshape(1, -1)
+    fb = b.reshape(b.shape[0], -1) if b_batched else b.reshape(1, -1)
+    if which == "a":
+        part = np.einsum("zij,zj->zi", g, np.broadcast_to(fb, (g.shape[0], fb.shape[1])))
+        return (part if a_batched else part.sum(axis=0)).reshape(a.shape)
+    part = np.einsum("zij,zi->zj", g, np.broadcast_to(fa, (g.shape[0], fa.shape[1])))
+    return (part if b_batched else part.sum(axis=0)).reshape(b.shape)
+
+
+def unbroadcast(g, t):
+    """Cotangent of :func:`broadcast_like`: ``g`` summed back to batched ``t``'s shape."""
+    t = np.asarray(t)
+    lifted = lift(t, np.ndim(g) - 1)
+    axes = tuple(k for k in range(1, np.ndim(g)) if lifted.shape[k] == 1 and g.shape[k] != 1)
+    return np.sum(g, axis=axes, keepdims=True).reshape(t.shape) if axes else \
+        np.reshape(g, t.shape)
+
+
+def take_grad(g, x, i):
+    """Cotangent of :func:`take`: ``g`` added back at each example's position."""
+    out = np.zeros(np.shape(x), dtype=np.result_type(g, np.float32))
+    np.add.at(out, (np.arange(out.shape[0]), i), g)
+    return out
 
 
 def outer(a, b, a_batched, b_batched):

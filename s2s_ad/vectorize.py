@@ -127,7 +127,7 @@ class Vectorizer:
     def lift(self, atom, rank, body, loc):
         if not self.is_b(atom) or self.rank(atom, loc) >= rank:
             return atom
-        return self.emit(body, LIFT, [atom, Const(rank)], {}, loc)
+        return self.emit(body, LIFT, [atom], {"rank": Const(rank)}, loc)
 
     def batch_size(self, atom, body, loc):
         shape = self.emit(body, rules.RULES["np.shape"], [atom], {}, loc)
@@ -331,7 +331,8 @@ def _dot(vz, s, body):
     a, b = s.args
     if max(vz.rank(a, s.loc), vz.rank(b, s.loc)) > 2:
         raise Unvectorizable(f"{s.rule.name} of arrays with more than 2 dimensions", s.loc)
-    vz.emit(body, _DOTS[s.rule.name], [a, b, Const(vz.is_b(a)), Const(vz.is_b(b))], {}, s.loc,
+    vz.emit(body, _DOTS[s.rule.name], [a, b],
+            {"a_batched": Const(vz.is_b(a)), "b_batched": Const(vz.is_b(b))}, s.loc,
             s.targets[0])
 
 
@@ -419,7 +420,8 @@ def _sequence(vz, s, body):
 def _broadcast_like(vz, s, body):
     t, x = s.args
     t = vz.batch(t, body, s.loc)
-    vz.emit(body, BATCH_BROADCAST_LIKE, [t, x, Const(vz.is_b(x))], {}, s.loc, s.targets[0])
+    vz.emit(body, BATCH_BROADCAST_LIKE, [t, x], {"x_batched": Const(vz.is_b(x))}, s.loc,
+            s.targets[0])
 
 
 def _full_like(vz, s, body):

@@ -294,6 +294,12 @@ def _check_vmap(module, x, a):
             want = np.stack([np.asarray(fn(xs[b], as_[b])) for b in range(3)])
             got = ad.vmap(fn)(xs, as_)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    with np.errstate(all="ignore"):
+        want = [ad.grad(module.f, argnums=(0, 1))(xs[b], as_[b]) for b in range(3)]
+        got = ad.vmap(ad.grad(module.f, argnums=(0, 1)))(xs, as_)
+    for k in range(2):
+        np.testing.assert_allclose(got[k], np.stack([w[k] for w in want]), rtol=1e-10,
+                                   atol=1e-12)
 
 
 @settings(max_examples=int(os.environ.get("S2S_AD_RANDOM_EXAMPLES", "100")), **SETTINGS)

@@ -890,9 +890,13 @@ def test_nested_vmap_vectorized_at_both_levels():
     assert_same(f(xs, ys), np.sum(np.sin(xs) * ys, axis=-1), 1e-12)
 
 
-def test_vectorize_refuses_gradients_and_maps_jacobians():
-    with pytest.raises(ValueError, match="gradients are batched by the per-sample loop"):
-        ad.vmap(ad.grad(vp.sin_dot), method="vectorize")(X, Y)
+def test_vectorize_maps_gradients_and_jacobians():
+    # per-example gradients: one reverse sweep over the batched function
+    forced = ad.vmap(ad.grad(vp.sin_dot), method="vectorize")
+    assert_same(forced(X, Y), np.cos(X) * Y, 1e-12)
+    assert ad.source(forced).startswith("# vmap (lowering: vectorized")
+    with pytest.raises(ValueError, match="has_aux"):
+        ad.vmap(ad.grad(vp.sin_dot_aux, has_aux=True), method="vectorize")(X, Y)
     # vmap of a Jacobian: one vectorized JVP per input element, over the batch
     want = loop_ref(ad.jacfwd(vp.affine), (X, W), (0, None))
     assert_same(ad.vmap(ad.jacfwd(vp.affine), (0, None), method="vectorize")(X, W), want, 1e-12)
@@ -961,3 +965,19 @@ def test_jit_of_vmap_of_looping_function_runs_the_compiled_loop():
     f = ad.jit(ad.vmap(vp.looping, (0, None)))
     assert_same(f(X, W[0]), want, 1e-12)
     assert ad.source(f).startswith("# vmap (lowering: per-sample loop, compiled with Numba")
+
+
+GRAD_CORPUS = [(f, make, nums) for f, make, nums in cf.CORPUS]
+
+
+@pytest.mark.parametrize("fn, make, nums", GRAD_CORPUS, ids=[f.__name__ for f, _, _ in GRAD_CORPUS])
+def test_control_flow_corpus_per_example_gradients(fn, make, nums):
+    """vmap(grad) (one reverse sweep over the batched function where it vectorizes, the
+    per-sample loop otherwise) equals the gradient of each example."""
+    examples, in_axes, batched = corpus_batch(fn, make)
+    g = ad.grad(fn, argnums=nums)
+    want = stack([g(*ex) for ex in examples])
+    assert_same(ad.vmap(g, in_axes)(*batched), want, 1e-10, f"{fn.__name__} vmap(grad)")
+    if fn.__name__ in VECTORIZES:
+        assert_same(ad.vmap(g, in_axes, method="vectorize")(*batched), want, 1e-10,
+                    f"{fn.__name__} vmap(grad, method='vectorize')")

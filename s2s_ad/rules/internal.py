@@ -39,16 +39,27 @@ PROD_GRAD = _internal(Rule(name="rt.prod_grad", params=("g", "a", "axis", "keepd
 
 
 # -- vectorized (batched) code: values with a leading batch axis --------------------
-def _batching(name, params):
-    return _internal(Rule(name=f"rt.{name}", params=params, operands=params,
-                          emit=f"rt.{name}", nondiff=True))
+# Their VJPs let reverse mode run over batched code (vmap of grad, vectorized).
+def _batching(name, params, vjp=None, operands=None):
+    return _internal(Rule(name=f"rt.{name}", params=params,
+                          operands=params if operands is None else operands,
+                          emit=f"rt.{name}", nondiff=vjp is None, vjp=dict(vjp or {})))
 
 
-LIFT = _batching("lift", ("x", "rank"))
-BROADCAST_BATCH = _batching("broadcast_batch", ("x", "like"))
-TAKE = _batching("take", ("x", "i"))
-BDOT = _batching("bdot", ("a", "b", "a_batched", "b_batched"))
-BMATMUL = _batching("bmatmul", ("a", "b", "a_batched", "b_batched"))
-BINNER = _batching("binner", ("a", "b", "a_batched", "b_batched"))
-BOUTER = _batching("bouter", ("a", "b", "a_batched", "b_batched"))
-BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"))
+def _product(name, grad):
+    return _batching(name, ("a", "b", "a_batched", "b_batched"),
+                     {"a": f"rt.{grad}(g, a, b, a_batched, b_batched, 'a')",
+                      "b": f"rt.{grad}(g, a, b, a_batched, b_batched, 'b')"},
+                     operands=("a", "b"))
+
+
+LIFT = _batching("lift", ("x", "rank"), {"x": "rt.reshape_like(g, x)"}, operands=("x",))
+BROADCAST_BATCH = _batching("broadcast_batch", ("x", "like"), {"x": "rt.unbroadcast(g, x)"},
+                            operands=("x", "like"))
+TAKE = _batching("take", ("x", "i"), {"x": "rt.take_grad(g, x, i)"}, operands=("x", "i"))
+BDOT = _product("bdot", "bdot_grad")
+BMATMUL = _product("bmatmul", "bdot_grad")
+BINNER = _product("binner", "binner_grad")
+BOUTER = _product("bouter", "bouter_grad")
+BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"),
+                                 {"t": "rt.batch_unbroadcast(g, t)"}, operands=("t", "x"))

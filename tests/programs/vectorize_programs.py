@@ -15,6 +15,11 @@ def sin_dot(x, y):
     return np.sum(np.sin(x) * y)
 
 
+def sin_dot_aux(x, y):
+    """sin_dot with an auxiliary output."""
+    return np.sum(np.sin(x) * y), x
+
+
 def directional(x, v):
     """d/de sin_dot(x + e v, x + e v) at 0 by ad.jvp inside the user's function:
     sum(cos(x) x v + sin(x) v)."""
