@@ -437,7 +437,8 @@ class Lowerer:
     def expr_Tuple(self, node):
         return Tup(tuple(self.expr(e) for e in node.elts))
 
-    expr_List = expr_Tuple
+    def expr_List(self, node):
+        return Tup(tuple(self.expr(e) for e in node.elts), is_list=True)
 
     def expr_BinOp(self, node):
         left, right = self.expr(node.left), self.expr(node.right)

@@ -122,7 +122,8 @@ class Transformed:
             return
         f, single, aux, kind = st.function, self.single, self.has_aux, self.kind
         if kind == "primal":
-            self._fast[key] = lambda args: f(*args)
+            if _output_lists(st.out_tree, self.layers) is None:
+                self._fast[key] = lambda args: f(*args)
             return
 
         def run(args):
@@ -142,7 +143,8 @@ class Transformed:
             if self.target != "python" and any(
                     getattr(x, "dtype", None) == np.float32 for x in leaves):
                 result = self._numpy_dtypes(args, leaves, result)
-            return result
+            lists = _output_lists(self._last.out_tree, self.layers)
+            return result if lists is None else _with_lists(result, lists)
         entry, leaves, post = self._prepare(args)
         return post(entry(*leaves))
 
@@ -251,6 +253,30 @@ def _signature(a):
     if t is np.ndarray:
         return (a.ndim, a.dtype.kind) if a.dtype != np.float32 else None
     return 0 if t is float else None
+
+
+def _output_lists(out_tree, layers):
+    """The result's structure with list displays marked, or None without lists."""
+    from .ir import Tup
+
+    def has_list(t):
+        return isinstance(t, Tup) and (t.is_list or any(has_list(x) for x in t.items))
+    if not has_list(out_tree):
+        return None
+    tree = out_tree
+    for argnums, output in layers:
+        if argnums != "vmap" and output == "pair":
+            tree = Tup((tree, tree))
+    return tree
+
+
+def _with_lists(value, tree):
+    """``value`` (nested tuples from generated code) with ``tree``'s lists as lists."""
+    from .ir import Tup
+    if not isinstance(tree, Tup) or not isinstance(value, tuple):
+        return value
+    items = [_with_lists(v, t) for v, t in zip(value, tree.items)]
+    return list(items) if tree.is_list else tuple(items)
 
 
 def _type_key(x):

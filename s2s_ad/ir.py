@@ -35,8 +35,13 @@ Atom = Var | Const
 
 @dataclass(frozen=True)
 class Tup:
-    """A statically known tuple of atoms or tuples (a pytree node)."""
+    """A statically known tuple of atoms or tuples (a pytree node).
+
+    ``is_list`` remembers a list display: generated code passes tuples, and
+    the API gives a function's list outputs back as lists.
+    """
     items: tuple
+    is_list: bool = field(default=False, compare=False)
 
     def leaves(self):
         for item in self.items:

@@ -47,7 +47,8 @@ class State:
     function: Any = None      # the entry point, once compiled
     checked: bool = False     # grad: the output was seen to be a scalar
     execution: str = ""       # cpu target: "numba", or "numpy" when that measured faster
-    timings: dict = field(default_factory=dict)     # grad: the output was seen to be a scalar
+    timings: dict = field(default_factory=dict)     # execution: measured seconds per choice
+    out_tree: Any = None      # the user's function's return structure (lists marked)
 
 
 def parse(st):
@@ -64,6 +65,7 @@ def normalize(st):
     else:
         st.fn = st.program.lower(fun, st.request.trees)
     st.module = ModuleBuilder(st.program)
+    st.out_tree = st.fn.out_tree
     return _anf_text(st)
 
 

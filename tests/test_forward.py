@@ -331,11 +331,8 @@ def test_jvp_nested_tuple_output(backend):
     np.testing.assert_allclose(dout[2], -1.5 * np.cos(0.4), rtol=1e-14)
 
 
-LIST_OUT_BUG = ("a function returning a list: ad.jvp returns (out, tangent_out) as tuples, "
-                "not lists (ad.vjp keeps the list)")
 
 
-@pytest.mark.xfail(strict=True, reason=LIST_OUT_BUG)
 @pytest.mark.parametrize("backend", TARGETS)
 def test_jvp_list_output(backend):
     out, dout = ad.jvp(_backend(list_out, backend), (X3,), (Y3,))

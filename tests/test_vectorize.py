@@ -152,9 +152,6 @@ ADV_SPLIT = "integer-array indices separated by slices"
 NOT_OP = "not has no batching rule"
 FLOAT_CAST_DTYPE = ("float(x) of a float32 value: per example a Python float (float64), "
                     "vectorized a float32 array (vectorize.py:51 _SAME: float becomes a copy)")
-LIST_OUTPUT = ("a list output comes back as a tuple: s2s_ad/anf.py:426 lowers a list display "
-               "as a tuple (expr_List = expr_Tuple), so the generated function returns a tuple "
-               "(ad.jit and ad.jvp do the same); the per-sample loop keeps the list")
 NESTED = ("vmap(vmap(f), method='vectorize'): s2s_ad/batching.py:127 Batched._vectorized refuses "
           "a Batched inner function ('it is itself a batched or Jacobian transform'), so "
           "nested vmap never vectorizes the outer level")
@@ -850,7 +847,6 @@ def test_tuple_outputs_and_out_axes():
     assert_same(got, np.ones(B), 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason=LIST_OUTPUT)
 def test_list_output_stays_a_list():
     want = loop_ref(vp.list_output, (X, Y), (0, 0))
     assert type(want) is list
