@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from . import core
-from .rosen_loop import rosen
+from .rosen_loop import jax_as_written, rosen, rosen_lax
 
 NAME = "hvp_rosen"
 SIZES = {"full": 10_000, "tiny": 50}
@@ -58,22 +58,10 @@ def s2s_ad_hvp(ad, jit):
 
 # -- peers --------------------------------------------------------------------
 
-def jax_as_written(args):
-    raise core.Unavailable(f"jax.jit unrolls the Python loop ({args[0].shape[0] - 1:,} "
-                           "iterations) at trace time; see the lax column")
-
-
 def jax_lax(args):
     jax, jnp, lax = core.load_jax()
-
-    def rosen_lax(x):
-        def body(i, s):
-            a = x[i + 1] - x[i] * x[i]
-            b = 1.0 - x[i]
-            return s + 100.0 * a * a + b * b
-        return lax.fori_loop(0, x.shape[0] - 1, body, 0.0)
-
-    hvp = jax.jit(lambda x, v: jax.jvp(jax.grad(rosen_lax), (x,), (v,))[1])
+    grad = jax.grad(lambda x: rosen_lax(lax, x))
+    hvp = jax.jit(lambda x, v: jax.jvp(grad, (x,), (v,))[1])
     return core.Impl("jax_lax", lambda x, v: core.jax_ready(hvp(x, v)),
                      tuple(jnp.asarray(a) for a in args),
                      note="jit(jvp(grad(f))) of lax.fori_loop with static bounds "

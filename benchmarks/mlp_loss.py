@@ -122,7 +122,8 @@ def autograd_hips(args):
                      note="the user's function on autograd.numpy")
 
 
-def build(size="full"):
+def inputs(size):
+    """(W1, b1, W2, b2, X, Y): seeded weights, a batch and one-hot labels."""
     n, d, h, c = SIZES[size]
     rng = np.random.default_rng(0)
     W1 = rng.standard_normal((d, h)) / np.sqrt(d)
@@ -131,6 +132,12 @@ def build(size="full"):
     b2 = 0.1 * rng.standard_normal(c)
     X = rng.standard_normal((n, d))
     Y = np.eye(c)[rng.integers(0, c, n)]
+    return W1, b1, W2, b2, X, Y
+
+
+def build(size="full"):
+    n, d, h, c = SIZES[size]
+    W1, b1, W2, b2, X, Y = inputs(size)
     return core.Workload(
         name=NAME, title="2-layer tanh MLP, softmax cross-entropy",
         size=f"batch {n}, {d}-{h}-{c}",

@@ -18,10 +18,10 @@ import types
 import numba
 import numpy as np
 
-from . import core
+from . import core, mlp_loss
 
 NAME = "per_sample_mlp"
-SIZES = {"full": (256, 64, 128, 10), "tiny": (8, 4, 6, 3)}
+SIZES = mlp_loss.SIZES
 IN_AXES = (None, None, None, None, 0, 0)
 
 
@@ -149,13 +149,7 @@ def autograd_hips(args):
 
 def build(size="full"):
     n, d, h, c = SIZES[size]
-    rng = np.random.default_rng(0)
-    W1 = rng.standard_normal((d, h)) / np.sqrt(d)
-    b1 = 0.1 * rng.standard_normal(h)
-    W2 = rng.standard_normal((h, c)) / np.sqrt(h)
-    b2 = 0.1 * rng.standard_normal(c)
-    X = rng.standard_normal((n, d))
-    Y = np.eye(c)[rng.integers(0, c, n)]
+    W1, b1, W2, b2, X, Y = mlp_loss.inputs(size)
     return core.Workload(
         name=NAME, title="per-example gradients, 2-layer tanh MLP, softmax cross-entropy",
         size=f"batch {n}, {d}-{h}-{c}", kind="per-sample grad",

@@ -59,17 +59,18 @@ def jax_as_written(args):
                            "iterations) at trace time; see the lax column")
 
 
+def rosen_lax(lax, x):
+    """The same function for JAX, its loop as ``lax.fori_loop`` (static bounds)."""
+    def body(i, s):
+        a = x[i + 1] - x[i] * x[i]
+        b = 1.0 - x[i]
+        return s + 100.0 * a * a + b * b
+    return lax.fori_loop(0, x.shape[0] - 1, body, 0.0)
+
+
 def jax_lax(args):
     jax, jnp, lax = core.load_jax()
-
-    def rosen_lax(x):
-        def body(i, s):
-            a = x[i + 1] - x[i] * x[i]
-            b = 1.0 - x[i]
-            return s + 100.0 * a * a + b * b
-        return lax.fori_loop(0, x.shape[0] - 1, body, 0.0)
-
-    grad = jax.jit(jax.grad(rosen_lax))
+    grad = jax.jit(jax.grad(lambda x: rosen_lax(lax, x)))
     return core.Impl("jax_lax", lambda x: core.jax_ready(grad(x)), (jnp.asarray(args[0]),),
                      note="lax.fori_loop with static bounds (reverse mode via scan)")
 
