@@ -17,6 +17,7 @@ import textwrap
 import numpy as np
 
 from . import backends, pytree
+from .api import _type_key
 
 METHODS = (None, "loop", "vectorize")
 #: Batches at least this large run their compiled loop on all cores
@@ -153,7 +154,7 @@ class Batched:
         if t.kind != "primal" or t.units:
             return self._refuse("gradients are batched by the per-sample loop")
         positions = tuple(i for i, a in enumerate(axes) if a is not None)
-        key = (positions, tuple(map(_leaf_key, moved)))
+        key = (positions, tuple(map(_type_key, moved)))
         if self._choices.get(key) == "loop":
             return None
         vec = t.derived("primal", layers=t.layers + (("vmap", positions),), target="python",
@@ -193,7 +194,7 @@ class Batched:
                     leaves[k] = np.repeat(np.asarray(leaves[k])[np.newaxis], size, axis=0)
                     axes[k] = 0
         positions = tuple(i for i, a in enumerate(axes) if a is not None)
-        key = ("grad", positions, tuple(map(_leaf_key, leaves)))
+        key = ("grad", positions, tuple(map(_type_key, leaves)))
         if self._choices.get(key) == "loop":
             return None
         vec = t.derived("vjp", argnums=t.argnums, single=False, target="python", options={},
@@ -285,7 +286,7 @@ class Batched:
         raw = entry(*leaves0)
         raw_leaves, raw_paths = _raw_leaves(raw)
         parallel = self._parallel(size)
-        key = (tuple(a is None for a in axes), tuple(map(_leaf_key, leaves0)),
+        key = (tuple(a is None for a in axes), tuple(map(_type_key, leaves0)),
                tuple(p for p, _ in raw_paths), parallel)
         loop = self._loops.get(key)
         if loop is None:
@@ -383,12 +384,6 @@ def _float_dtype(leaves):
              if isinstance(x, (np.ndarray, np.floating)) and np.result_type(x).kind == "f"]
     return np.result_type(*kinds) if kinds and all(k == np.float32 for k in kinds) \
         else np.dtype(np.float64)
-
-
-def _leaf_key(x):
-    if isinstance(x, np.ndarray):
-        return (x.ndim, x.dtype.str)
-    return type(x).__name__
 
 
 def _plain_function(fun):

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from . import pytree
-from .api import Transformed, _check_arity, _plain
+from .api import Transformed, _check_arity, _plain, _unit_like
 
 
 def jvp(fun, primals, tangents):
@@ -46,7 +46,7 @@ def jvp(fun, primals, tangents):
         out = t(*primals)
         layered = t.derived(t.kind, layers=t.layers + ((nums, "tangent"),),
                             units=())
-        units = [_unit(primals[i]) for i in t.units]
+        units = [_unit_like(primals[i], t) for i in t.units]
         return out, layered(*primals, *units, *given)
     raise TypeError(f"jvp cannot differentiate {t!r}")
 
@@ -455,19 +455,7 @@ _PLAIN = weakref.WeakKeyDictionary()     # a plain function -> its primal transf
 
 
 def _with_units(t, args):
-    return tuple(args) + tuple(_unit(args[i]) for i in t.units)
-
-
-def _unit(x):
-    return type(x)(1.0) if isinstance(x, np.generic) else 1.0
-
-
-def _unit_at(leaf, k):
-    if isinstance(leaf, np.ndarray):
-        e = np.zeros_like(leaf)
-        e.flat[k] = 1.0
-        return e
-    return type(leaf)(1.0) if isinstance(leaf, np.generic) else 1.0
+    return tuple(args) + tuple(_unit_like(args[i], t) for i in t.units)
 
 
 def _dtype_like(block, leaf):
