@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from . import custom, pipeline, pytree
+from . import custom, pipeline, pytree, scalarize
 from .backends import TARGETS
 from .parse import FunctionSource
 
@@ -63,14 +63,14 @@ class Transformed:
             t = _DERIVED[key] = Transformed(self.fun, kind, **settings)
         return t
 
-    def state(self, trees, ranks=()):
-        """The built pipeline for one argument structure (and leaf ranks)."""
-        st = self._built.get((trees, ranks))
+    def state(self, trees, ranks=(), lengths=()):
+        """The built pipeline for one argument structure (leaf ranks, small lengths)."""
+        st = self._built.get((trees, ranks, lengths))
         if st is None:
             req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
                                    self.argnums, self.has_aux, self.target, self.options, ranks,
-                                   self.layers)
-            st = self._built[trees, ranks] = pipeline.build(req)
+                                   self.layers, lengths)
+            st = self._built[trees, ranks, lengths] = pipeline.build(req)
             st.function = getattr(st.compiled, st.entry)
         self._last = st
         return st
@@ -87,9 +87,11 @@ class Transformed:
         else:                      # the common case, kept cheap: no pytrees
             treedefs = trees = (None,) * len(args)
             leaves = args
-        st = self._built.get((trees, ranks := tuple(map(pytree.rank, leaves))))
+        ranks = tuple(map(pytree.rank, leaves))
+        lengths = _small_lengths(leaves) if self.target != "python" else ()
+        st = self._built.get((trees, ranks, lengths))
         if st is None:
-            st = self.state(trees, ranks)
+            st = self.state(trees, ranks, lengths)
         if st.alternative is not None and not st.execution and self.kind != "vjp":
             _choose_execution(st, leaves)
         self._last = st
@@ -244,15 +246,29 @@ def _unit_like(x, t):
 
 
 def _signature(a):
-    """Rank and dtype kind of a plain array, 0 for a Python float, else None.
+    """Rank and dtype kind of a plain array (and a small one's length), 0 for
+    a Python float, (0, "i") for a Python int, else None.
 
     float32 arrays take the checked path (their results' dtypes are
     checked, see :meth:`Transformed._numpy_dtypes`).
     """
     t = type(a)
     if t is np.ndarray:
-        return (a.ndim, a.dtype.kind) if a.dtype != np.float32 else None
+        if a.dtype == np.float32:
+            return None
+        if a.ndim == 1 and a.shape[0] <= scalarize.SMALL:   # compiled code may specialise
+            return (1, a.dtype.kind, a.shape[0])
+        return (a.ndim, a.dtype.kind)
+    if t is int:
+        return (0, "i")        # a loop count or an index: never differentiated
     return 0 if t is float else None
+
+
+def _small_lengths(leaves):
+    """The length of each small 1-D float array leaf (None for others), or ()."""
+    out = tuple(x.shape[0] if type(x) is np.ndarray and x.ndim == 1 and x.dtype.kind == "f"
+                and x.shape[0] <= scalarize.SMALL else None for x in leaves)
+    return out if any(n is not None for n in out) else ()
 
 
 def _output_lists(out_tree, layers):
@@ -280,7 +296,13 @@ def _with_lists(value, tree):
 
 
 def _type_key(x):
-    return (type(x), getattr(x, "dtype", None), getattr(x, "ndim", None))
+    """What compiled code is specialised on: type, dtype, rank, and the
+    length of a small 1-D array (see scalarize)."""
+    ndim = getattr(x, "ndim", None)
+    key = (type(x), getattr(x, "dtype", None), ndim)
+    if ndim == 1 and x.shape[0] <= scalarize.SMALL:
+        key += (x.shape[0],)
+    return key
 
 
 def _as_dtype(x, dtype):
@@ -535,8 +557,10 @@ def source(fun, *example_args):
     if example_args:
         flat = [pytree.flatten(a) for a in example_args]
         trees = tuple(pytree.structure(t) for _, t in flat)
-        ranks = tuple(pytree.rank(leaf) for ls, _ in flat for leaf in ls)
-        return _with_execution(fun.state(trees, ranks))
+        leaves = [leaf for ls, _ in flat for leaf in ls]
+        ranks = tuple(pytree.rank(leaf) for leaf in leaves)
+        lengths = _small_lengths(leaves) if fun.target != "python" else ()
+        return _with_execution(fun.state(trees, ranks, lengths))
     if fun._last is not None:
         return _with_execution(fun._last)
     n = _arg_count(fun.fun) or 0

@@ -12,6 +12,7 @@ class ModuleBuilder:
         self.parts = []
         self.defined = []     # every printed function name, for the backends
         self._vjps = {}
+        self._joint = {}
 
     def primal(self, fn, fname=None):
         """Print ``fn`` and every user function it calls, each once."""
@@ -46,6 +47,16 @@ class ModuleBuilder:
             self.defined += [fwd, bwd]
             self.parts.append(text)
         return self._vjps[key]
+
+    def helper_joint_vjp(self, callee, in_names, seeds, ranks):
+        """The name of a called function's VJP in one piece (recomputing its primal)."""
+        key = (callee.key, in_names, seeds, ranks)
+        if key not in self._joint:
+            self.primal(callee)
+            name = self._joint[key] = self.names.fresh("vjp_" + callee.name)
+            self._add(name, reverse.helper_joint_source(self, callee, in_names, seeds, ranks,
+                                                        name))
+        return self._joint[key]
 
     def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None):
         fname = self.names.fresh(f"{mode}_{fn.name}")

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, custom, forward, vectorize
+from . import backends, custom, forward, scalarize, vectorize
 from .anf import Program
 from .ir import For, While, walk
 from .module import ModuleBuilder
@@ -32,6 +32,9 @@ class Request:
     # a layer produces takes its input's arguments followed by one tangent
     # per differentiated argument.
     layers: tuple = ()
+    # Static lengths of small 1-D array leaves (None for others) that the
+    # compiled code specialises on (see scalarize).
+    lengths: tuple = ()
 
 
 @dataclass
@@ -66,6 +69,20 @@ def normalize(st):
         st.fn = st.program.lower(fun, st.request.trees)
     st.module = ModuleBuilder(st.program)
     st.out_tree = st.fn.out_tree
+    return _anf_text(st)
+
+
+def scalarize_small(st):
+    """Compiled code: small arrays of static length become scalars."""
+    req = st.request
+    if req.target != "cpu" or any(argnums == "vmap" for argnums, _ in req.layers):
+        return ""
+    n = len(st.fn.params)
+    ranks = list(req.ranks[:n]) if req.ranks else [None] * n
+    fn = scalarize.scalarize(st.program, st.fn, ranks, list(req.lengths[:n]))
+    if fn is st.fn:
+        return ""
+    st.fn = fn
     return _anf_text(st)
 
 
@@ -134,7 +151,8 @@ def has_loops(program):
                for s in walk(fn.body))
 
 
-PASSES = [("parse", parse), ("normalize", normalize), ("forward", forward_mode),
+PASSES = [("parse", parse), ("normalize", normalize), ("scalarize", scalarize_small),
+          ("forward", forward_mode),
           ("reverse", transform),
           ("generate", generate), ("compile", compile)]
 

@@ -57,14 +57,19 @@ class ReverseWriter:
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
 
     # -- driver --------------------------------------------------------------
-    def write(self, fname, cot_params, returns, seed_exprs):
-        """Print ``def fname(params + cot_params)`` returning ``returns(adj)``."""
+    def write(self, fname, cot_params, returns, seed_exprs, value_first=True):
+        """Print ``def fname(params + cot_params)`` returning ``returns(adj)``.
+
+        With ``value_first`` the returned tuple starts with the function's
+        value, which is taken before the adjoint sweep can change it.
+        """
         fwd, back, ret = self._sweeps(seed_exprs, returns)
         out = codegen.Writer()
         codegen.def_line(out, fname, self.fn.params + cot_params)
         out.indent = 1
         out.lines.extend(fwd.lines)
-        ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
+        if value_first:
+            ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
         out.lines.extend(back.lines)
         out.node(ret)
         out.blank()
@@ -190,7 +195,7 @@ class ReverseWriter:
             if isinstance(s, Prim):
                 self.rev_prim(s)
             elif isinstance(s, Call):
-                self.rev_call(s)
+                self.rev_call(s, in_loop)
             elif isinstance(s, If) and self._has_work(s):
                 self.rev_if(s, in_loop)
             elif isinstance(s, (For, While)) and self._has_work(s):
@@ -279,7 +284,7 @@ class ReverseWriter:
             if self.act.is_active(item):
                 self.adj.add(item.name, build(i, arg.items, env["g"], statics, codegen.atom))
 
-    def rev_call(self, s):
+    def rev_call(self, s, in_loop=False):
         adj, w = self.adj, self.w
         outs = [t for t in s.targets if t in self.act and adj.get(t) is not None]
         ins = [i for i, a in enumerate(s.args) if self.act.is_active(a)]
@@ -294,11 +299,21 @@ class ReverseWriter:
         rule = has_vjp_rule(callee)
         if rule:        # a user rule takes every output's cotangent, gives every input's
             seeds = out_leaves
-        fwd_name, bwd_name, residuals = self.module.helper_vjp(
-            callee, tuple(in_names), tuple(seeds), arg_ranks)
-        held = [self._local(("residual", id(s), r), f"{callee.name}_{r.lstrip('_')}")
-                for r in residuals]
-        self.split_calls[id(s)] = (fwd_name, held)
+        if in_loop and not rule and _scalar_code(callee, arg_ranks):
+            # Inside a loop, a stack per residual costs more than running a
+            # loop-free scalar helper again, as a hand-written adjoint does:
+            # the primal sweep calls the plain helper and keeps only its
+            # arguments; the adjoint sweep calls one function that recomputes
+            # what it needs and pulls the cotangents back.
+            vjp_name = self.module.helper_joint_vjp(callee, tuple(in_names), tuple(seeds),
+                                                    arg_ranks)
+            held = []
+        else:
+            fwd_name, vjp_name, residuals = self.module.helper_vjp(
+                callee, tuple(in_names), tuple(seeds), arg_ranks)
+            held = [self._local(("residual", id(s), r), f"{callee.name}_{r.lstrip('_')}")
+                    for r in residuals]
+            self.split_calls[id(s)] = (fwd_name, held)
         # A cotangent lands directly in its adjoint's name when it is the first.
         results, fresh = [], set()
         for i in ins:
@@ -318,7 +333,7 @@ class ReverseWriter:
                         for i in range(len(s.args))]
         args = ([codegen.atom(a) for a in s.args] + [codegen.name(r) for r in held] + cots)
         unpack = ast.Tuple([ast.Name(r, ast.Store()) for r in unpacked], ast.Store())
-        w.node(ast.Assign([unpack], ast.Call(codegen.name(bwd_name), args, []), lineno=0))
+        w.node(ast.Assign([unpack], ast.Call(codegen.name(vjp_name), args, []), lineno=0))
         for i, r in zip(ins, results):
             var = s.args[i].name
             if adj.get(var) is None:
@@ -772,6 +787,33 @@ def helper_vjp_source(module, callee, in_names, seeds, ranks, fwd_name, bwd_name
     return writer.write_split(fwd_name, bwd_name, cot,
                               lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
                               seed_exprs)
+
+
+def helper_joint_source(module, callee, in_names, seeds, ranks, fname):
+    """A called user function's VJP as one function: ``fname(params, cotangents)``
+    runs the primal statements its adjoint reads, then the adjoint."""
+    writer = ReverseWriter(module, callee, set(in_names), set(seeds), list(ranks))
+    cot = [callee.names.adjoint(s) for s in seeds]
+    seed_exprs = list(zip(seeds, (codegen.name(c) for c in cot)))
+    in_trees = [Var(n) for n in in_names]
+    return writer.write(fname, cot, lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
+                        seed_exprs, value_first=False)
+
+
+def _scalar_code(fn, arg_ranks, seen=()):
+    """Whether ``fn`` (and what it calls) is loop-free code on scalars only."""
+    if fn.key in seen:
+        return False
+    known = ranks.infer(fn, list(arg_ranks))
+    for s in walk(fn.body):
+        if isinstance(s, (For, While)):
+            return False
+        if isinstance(s, (Prim, Call)) and any(known.get(t) != 0 for t in s.targets):
+            return False
+        if isinstance(s, Call) and not _scalar_code(
+                s.callee, [rank_of(a, known) for a in s.args], seen + (fn.key,)):
+            return False
+    return True
 
 
 def _flat(exprs):
