@@ -38,3 +38,53 @@ def _snapshot(x):
     if isinstance(x, types.Array):
         return lambda x: x.copy()
     return lambda x: x
+
+
+def rows_like(x, m):
+    """An empty stack of ``m`` cotangents shaped like ``x`` (float; ``x``'s dtype if float)."""
+    if isinstance(x, np.ndarray):
+        dtype = x.dtype if x.dtype.kind == "f" else np.float64
+        return np.empty((m,) + x.shape, dtype=dtype)
+    dtype = type(x) if isinstance(x, np.floating) else np.float64
+    return np.empty(m, dtype=dtype)
+
+
+def set_row(out, row, value):
+    """``out[row] = value`` for a scalar or an array of ``out[row]``'s shape."""
+    out[row] = value
+
+
+@overload(rows_like)
+def _rows_like(x, m):
+    if isinstance(x, types.Array):
+        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
+        return lambda x, m: np.empty((m,) + x.shape, dtype=dtype)
+    dtype = x if isinstance(x, types.Float) else types.float64
+    return lambda x, m: np.empty(m, dtype=dtype)
+
+
+@overload(set_row)
+def _set_row(out, row, value):
+    if isinstance(value, types.Array):
+        def impl(out, row, value):
+            dst = out[row].reshape(value.size)
+            src = np.ascontiguousarray(value).reshape(value.size)
+            for k in range(value.size):
+                dst[k] = src[k]
+        return impl
+    def impl(out, row, value):
+        out[row] = value
+    return impl
+
+
+def copy_into(dst, src):
+    """``dst[...] = src`` for two arrays of one shape (restores an array in place)."""
+    dst[...] = src
+
+
+@overload(copy_into)
+def _copy_into(dst, src):
+    def impl(dst, src):
+        for idx in np.ndindex(dst.shape):
+            dst[idx] = src[idx]
+    return impl

@@ -33,7 +33,7 @@ class Transformed:
         self._built = {}
         self._last = None
         self._nargs = _layered_arg_count(fun, self.layers)
-        if kind == "vjp" and self._nargs is not None:
+        if kind in ("vjp", "vjp_rows") and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
         self._dtypes = {}         # float32 calls: NumPy's dtype of each result leaf
@@ -92,7 +92,8 @@ class Transformed:
         st = self._built.get((trees, ranks, lengths))
         if st is None:
             st = self.state(trees, ranks, lengths)
-        if st.alternative is not None and not st.execution and self.kind != "vjp":
+        if st.alternative is not None and not st.execution and self.kind not in ("vjp",
+                                                                                   "vjp_rows"):
             _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs
@@ -156,7 +157,7 @@ class Transformed:
             if not pytree.is_float_leaf(args[i]):
                 _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
-        if not self._last.checked and self.kind != "vjp":
+        if not self._last.checked and self.kind not in ("vjp", "vjp_rows"):
             self._check_scalar(args)
 
         def post(raw, batched=False):

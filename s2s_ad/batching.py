@@ -18,6 +18,7 @@ import numpy as np
 
 from . import backends, pytree
 from .api import _type_key
+from .ir import Var
 
 METHODS = (None, "loop", "vectorize")
 #: Batches at least this large run their compiled loop on all cores
@@ -282,20 +283,25 @@ class Batched:
             raise ValueError("vmap over an empty batch")
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
         t = self.fun
+        if t.kind in ("grad", "value_and_grad"):
+            # Gradients of small arguments come back as scalars, written
+            # straight into the output: no array per example.
+            t = t.derived(options={**t.options, "element_grads": True})
         entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
         raw = entry(*leaves0)
-        raw_leaves, raw_paths = _raw_leaves(raw)
+        raw_leaves, raw_paths = _raw_leaves(raw, elements=_element_paths(t))
         parallel = self._parallel(size)
         key = (tuple(a is None for a in axes), tuple(map(_type_key, leaves0)),
-               tuple(p for p, _ in raw_paths), parallel)
+               tuple(raw_paths), parallel)
         loop = self._loops.get(key)
         if loop is None:
             loop = self._loops[key] = _LoopBuilder(entry, axes, raw_paths, parallel).build()
         self.source = loop.source
         floats = _float_dtype(leaves0)
         outs = [np.empty((size, int(np.size(v))),
-                         dtype=floats if type(v) is float else np.result_type(v))
-                for v in raw_leaves]
+                         dtype=floats if type(v) is float or ndim == "elements"
+                         else np.result_type(v))
+                for v, (_, ndim) in zip(raw_leaves, raw_paths)]
         inputs = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
                   for x, a in zip(moved, axes)]
         misfit = np.zeros(size, dtype=np.bool_)
@@ -305,7 +311,7 @@ class Batched:
                              f"example {int(np.argmax(misfit))} than for example 0; every "
                              f"example must give outputs of one shape")
         batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
-        result = post(_rebuild_raw(raw, iter(batched)), batched=True)
+        result = post(_rebuild_raw(raw, iter(batched), elements=_element_paths(t)), batched=True)
         return [np.asarray(x) for x in pytree.flatten(result)[0]], pytree.flatten(result)[1]
 
     def _parallel(self, size):
@@ -408,12 +414,29 @@ def _compiled_entry(fun, args):
     return fun.compiled_call(list(args))
 
 
-def _raw_leaves(raw, path=()):
-    """Leaves of a nested result (None skipped) and their index paths."""
+def _element_paths(t):
+    """Where the raw result of ``t``'s last build holds a gradient as a tuple
+    of element scalars (see reverse.entry_source's ``element_grads``)."""
+    st = t._last
+    if not st.request.options.get("element_grads"):
+        return set()
+    return {(1, j) for j, i in enumerate(st.request.argnums)
+            if isinstance(st.fn.param_trees[i], Var) and st.fn.param_trees[i].name in
+            st.fn.elements}
+
+
+def _raw_leaves(raw, path=(), elements=()):
+    """Leaves of a nested result (None skipped) and their index paths.
+
+    A path in ``elements`` holds a tuple of scalars that is one 1-D leaf
+    (ndim "elements").
+    """
+    if path in elements:
+        return [np.asarray(raw)], [(path, "elements")]
     if isinstance(raw, tuple):
         leaves, paths = [], []
         for k, item in enumerate(raw):
-            ls, ps = _raw_leaves(item, path + (k,))
+            ls, ps = _raw_leaves(item, path + (k,), elements)
             leaves += ls
             paths += ps
         return leaves, paths
@@ -424,9 +447,12 @@ def _raw_leaves(raw, path=()):
     return [raw], [(path, np.ndim(raw))]
 
 
-def _rebuild_raw(raw, batched):
+def _rebuild_raw(raw, batched, path=(), elements=()):
+    if path in elements:
+        return next(batched)
     if isinstance(raw, tuple):
-        return tuple(_rebuild_raw(item, batched) for item in raw)
+        return tuple(_rebuild_raw(item, batched, path + (k,), elements)
+                     for k, item in enumerate(raw))
     return None if raw is None else next(batched)
 
 
@@ -447,6 +473,10 @@ class _LoopBuilder:
             value = "r" + "".join(f"[{k}]" for k in path)
             if ndim == 0:
                 body.append(f"{out}[b, 0] = {value}")
+            elif ndim == "elements":       # a tuple of scalars of one static length
+                body += [f"v = {value}",
+                         "for k in range(len(v)):",
+                         f"    {out}[b, k] = v[k]"]
             else:
                 body += [f"v = np.ravel({value})",
                          f"if v.shape[0] != {out}.shape[1]:",

@@ -115,6 +115,8 @@ class Function:
     source: Any  # FunctionSource
     names: Any = None  # the Names allocator, shared with later passes
     key: tuple = ()
+    # Parameters split into scalars by ``scalarize``: name -> element names.
+    elements: dict = field(default_factory=dict)
 
     @property
     def out_tree(self):

@@ -118,6 +118,14 @@ class Jacobian:
         """The generated function the Jacobian is assembled from, with a note on how."""
         from .api import source
         inner, how = self._generator()
+        t = _as_transformed(self.fun) if not isinstance(self.fun, Jacobian) else None
+        if (example_args and self.mode == "rev" and t is not None and t.kind == "primal"
+                and t.target == "cpu"):
+            basis, _ = _unit_basis([t(*example_args)])
+            pull = t.derived("vjp_rows", argnums=tuple(self._nums(example_args)), single=False)
+            text = source(pull, *example_args, basis[0])
+            return (f"# {self.__qualname__}: every row in one call: one primal sweep, then "
+                    f"one adjoint sweep per unit cotangent of the output (below)\n{text}")
         text = source(inner, *example_args)
         return f"# {self.__qualname__}: {how}\n{text}"
 
@@ -297,8 +305,10 @@ class Jacobian:
         basis, blocks = _unit_basis([out])
         if sum(size for _, size in blocks[0]) == 0:
             return self._empty(args, nums)
-        pull = t.derived("vjp", argnums=tuple(nums), single=False)
-        grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
+        grads = self._compiled_rows(t, args, nums, basis[0])
+        if grads is None:
+            pull = t.derived("vjp", argnums=tuple(nums), single=False)
+            grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
         by_arg = {i: pytree.flatten(g)[0] for i, g in zip(nums, grads)}
         rows = dict(enumerate(blocks[0]))
 
@@ -307,6 +317,17 @@ class Jacobian:
             return np.asarray(by_arg[i][j])[start:start + size].reshape(
                 np.shape(ol) + np.shape(il))
         return self._structure(out_leaves, out_tree, args, nums, block)
+
+    @staticmethod
+    def _compiled_rows(t, args, nums, rows):
+        """Compiled code: every row in one call, one primal sweep and one
+        adjoint sweep per row (None on the NumPy backend, where the VJP
+        mapped over the rows is vectorized)."""
+        if t.target != "cpu":
+            return None
+        pull = t.derived("vjp_rows", argnums=tuple(nums), single=False)
+        entry, leaves, post = pull._prepare(tuple(args) + (rows,))
+        return post(entry(*leaves), batched=True)
 
     def over_batch(self, args, axes, size, method=None):
         """The Jacobian of every example of a batch (``vmap`` of this Jacobian).

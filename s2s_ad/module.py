@@ -58,12 +58,15 @@ class ModuleBuilder:
                                                         name))
         return self._joint[key]
 
-    def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None):
+    def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None, element_grads=False):
         fname = self.names.fresh(f"{mode}_{fn.name}")
         for callee in _callees(fn):
             self.primal(callee)
+        if mode == "vjp_rows":
+            self._add(fname, reverse.rows_source(self, fn, argnums, fname, param_ranks))
+            return fname
         self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux,
-                                              param_ranks))
+                                              param_ranks, element_grads))
         return fname
 
     def _add(self, fname, text):

@@ -20,7 +20,7 @@ from .module import ModuleBuilder
 class Request:
     """What to build: ``fun`` transformed by ``kind`` for argument structures ``trees``."""
     fun: Any
-    kind: str                 # "primal" | "grad" | "vjp"
+    kind: str                 # "primal" | "grad" | "value_and_grad" | "vjp" | "vjp_rows"
     trees: tuple
     argnums: tuple = ()
     has_aux: bool = False
@@ -114,14 +114,15 @@ def transform(st):
     else:
         _check_aux(st.fn, req)
         st.entry = st.module.entry_vjp(st.fn, req.argnums, req.kind, req.has_aux,
-                                       req.ranks or None)
+                                       req.ranks or None, req.options.get("element_grads"))
     return "\n".join(st.module.parts)
 
 
 def generate(st):
     req = st.request
     what = {"primal": "the function", "grad": "gradient", "value_and_grad": "value and gradient",
-            "vjp": "vector-Jacobian product"}[req.kind]
+            "vjp": "vector-Jacobian product",
+            "vjp_rows": "vector-Jacobian products for stacked cotangents"}[req.kind]
     for argnums, output in req.layers:
         if argnums == "vmap":
             what = f"batched {what}" if what != "the function" else "the batched function"

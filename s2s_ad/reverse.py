@@ -15,6 +15,7 @@ once per (function, active inputs, active outputs) in the same module.
 """
 import ast
 import copy
+import textwrap
 
 from . import codegen, ranks
 from .activity import analyse, diff_args
@@ -72,6 +73,65 @@ class ReverseWriter:
             ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
         out.lines.extend(back.lines)
         out.node(ret)
+        out.blank()
+        return out.text()
+
+    def write_rows(self, fname, rows_params, seeds, value, wrt_trees):
+        """One primal sweep, then one adjoint sweep per row of the cotangents.
+
+        ``fname(params, rows_params)`` takes cotangents stacked on a leading
+        axis (``seeds``: (output name, its rows parameter, the per-row seed
+        name)) and returns ``(value,
+        grads)`` with every gradient leaf stacked the same way: the rows of a
+        Jacobian at the cost of one primal sweep and ``m`` adjoint sweeps.
+        The adjoint sweep pops stacks, rebinds loop variables and writes
+        overwritten elements back into arrays, so each row starts from copies
+        of the stacks and of the primal sweep's final values and arrays.
+        """
+        seed_exprs = [(v, codegen.name(seed)) for v, _, seed in seeds]
+        returns = lambda adj: ast.Return(ast.Tuple(                      # noqa: E731
+            [codegen.atom(value), grads_expr(self.fn, wrt_trees, adj)], ast.Load()))
+        fwd, back, ret = self._sweeps(seed_exprs, returns)
+        restored = sorted({s.args[0].name for s in walk(self.fn.body)
+                           if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves})
+        out = codegen.Writer()
+        codegen.def_line(out, fname, self.fn.params + rows_params)
+        out.indent = 1
+        out.lines.extend(fwd.lines)
+        captured = self._capture_mutated_outputs(out, ret.value.elts[0], back)
+        # Names the adjoint sweep rebinds and may read before it does.
+        rebound = sorted(_stores(back.nodes) & self._forward_defs() & _read_first(back.lines))
+        stacks = sorted(n for n in self.stacks.values() if n in self.used)
+        count = self.names.fresh("m")
+        out.node(assign(count, ast.parse(f"{rows_params[0]}.shape[0]").body[0].value))
+        leaves = list(var_names(wrt_trees))
+        stacked = [self.names.fresh(f"b{leaf}_rows") for leaf in leaves]
+        for name, leaf in zip(stacked, leaves):
+            out.node(assign(name, call("rt.rows_like", codegen.name(leaf), codegen.name(count))))
+        final = {n: self.names.fresh(f"{n}_final") for n in rebound + stacks + restored}
+        for n in rebound + stacks:
+            out.node(assign(final[n], codegen.name(n)))
+        for n in restored:      # the adjoint sweep writes old values back into these
+            out.node(assign(final[n], call("rt.snapshot", codegen.name(n))))
+        row = self.names.fresh("row")
+        out.line(f"for {row} in range({count}):")
+        out.indent = 2
+        for _, rows, seed in seeds:
+            out.node(assign(seed, call("rt.snapshot", ast.Subscript(
+                codegen.name(rows), codegen.name(row), ast.Load()))))
+        for n in rebound:
+            out.node(assign(n, codegen.name(final[n])))
+        for n in stacks:
+            out.node(assign(n, ast.Call(ast.Attribute(codegen.name(final[n]), "copy",
+                                                      ast.Load()), [], [])))
+        for n in restored:
+            out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
+        out.lines.extend("    " + line if line.strip() else line for line in back.lines)
+        for name, expr in zip(stacked, _flat([ret.value.elts[1]])):
+            out.node(ast.Expr(call("rt.set_row", codegen.name(name), codegen.name(row), expr)))
+        out.indent = 1
+        grads = _rebuild_tuple(ret.value.elts[1], iter(stacked))
+        out.node(ast.Return(ast.Tuple([captured, grads], ast.Load())))
         out.blank()
         return out.text()
 
@@ -816,6 +876,46 @@ def _scalar_code(fn, arg_ranks, seen=()):
     return True
 
 
+def _read_first(lines):
+    """Names that some path through the code ``lines`` reads before assigning."""
+    def scan(stmts, assigned):
+        out = set()
+        for s in stmts:
+            if isinstance(s, (ast.For, ast.While)):
+                head = s.iter if isinstance(s, ast.For) else s.test
+                out |= _loads(head) - assigned
+                out |= scan(s.body, set(assigned) | _names_stored(getattr(s, "target", None)))
+            elif isinstance(s, ast.If):
+                out |= _loads(s.test) - assigned
+                out |= scan(s.body, set(assigned)) | scan(s.orelse, set(assigned))
+            else:
+                out |= _loads(s) - assigned
+                assigned |= _names_stored(s)
+        return out
+    tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    return scan(tree.body, set())
+
+
+def _loads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)} | {
+        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign)
+        and isinstance(n.target, ast.Name)}
+
+
+def _names_stored(node):
+    if node is None:
+        return set()
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _rebuild_tuple(node, names):
+    """``node`` (a tuple expression, nested) with each leaf replaced by the next name."""
+    if isinstance(node, ast.Tuple):
+        return ast.Tuple([_rebuild_tuple(e, names) for e in node.elts], ast.Load())
+    return codegen.name(next(names))
+
+
 def _flat(exprs):
     out = []
     for e in exprs:
@@ -823,19 +923,39 @@ def _flat(exprs):
     return out
 
 
-def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None):
+def rows_source(module, fn, argnums, fname, param_ranks=None):
+    """The VJP of the transformed function for stacked cotangent rows (see
+    :meth:`ReverseWriter.write_rows`): the rows of its Jacobian in one call."""
+    leaves_ = list(_atom_leaves(fn.out_tree))
+    wrt_trees = [fn.param_trees[i] for i in argnums]
+    seeds = {a.name for a in leaves_ if isinstance(a, Var)}
+    writer = ReverseWriter(module, fn, set(var_names(wrt_trees)), seeds, param_ranks)
+    rows = [fn.names.fresh("b_outs") for _ in leaves_]
+    seeds = [(a.name, r, fn.names.fresh("b_out")) for a, r in zip(leaves_, rows)
+             if isinstance(a, Var)]
+    return writer.write_rows(fname, rows, seeds, fn.out_tree, wrt_trees)
+
+
+def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None,
+                 element_grads=False):
     """The VJP of the transformed function itself.
 
     ``mode == "vjp"`` takes one cotangent per output leaf (after the
     primals); ``"grad"`` and ``"value_and_grad"`` seed the scalar output with
     1.0.  Each returns ``(value, grads)`` with one gradient per argnum, in the
     argument's structure; ``value`` is the output (``grad``: only the aux, or
-    None, so that no work is spent on a value nobody reads).
+    None, so that no work is spent on a value nobody reads).  With
+    ``element_grads`` the gradient of a small argument split into scalars
+    (``fn.elements``) is the tuple of its elements' gradients: nothing is
+    allocated (the compiled per-sample loop of vmap writes them in place).
     """
     out = fn.out_tree
     diff_out = out.items[0] if has_aux else out
     leaves_ = list(_atom_leaves(diff_out))
     wrt_trees = [fn.param_trees[i] for i in argnums]
+    if element_grads:
+        wrt_trees = [Tup(tuple(Var(e) for e in fn.elements[t.name]))
+                     if isinstance(t, Var) and t.name in fn.elements else t for t in wrt_trees]
     wrt = set(var_names(wrt_trees))
     seeds = {a.name for a in leaves_ if isinstance(a, Var)}
     writer = ReverseWriter(module, fn, wrt, seeds, param_ranks)

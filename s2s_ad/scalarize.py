@@ -263,10 +263,14 @@ class _Rewrite:
                 params.extend(e.name for e in elems)
                 trees = [_replace(t, p, Tup(elems)) for t in trees]
         body = _fill(out + self.block(fn.body))
+        read = set()
         if self.entry:
-            body = _drop_unread(body, len(out))
+            body, read = _drop_unread(body, len(out))
         new = Function(fn.name, params, trees, body, fn.consts, fn.source, names=fn.names,
                        key=fn.key if self.entry else fn.key + (("scalarized",) + self.an.key,))
+        if self.entry:
+            new.elements = {p: [e.name for e in self.fixed[p]] for p in fn.params
+                            if p in self.fixed and all(e.name in read for e in self.fixed[p])}
         return new
 
     def block(self, body):
@@ -490,7 +494,9 @@ def _replace(tree, name, new):
 
 
 def _drop_unread(body, n_reads):
-    """Drop the first ``n_reads`` element reads of the entry when nothing uses them."""
+    """Drop the first ``n_reads`` element reads of the entry when nothing uses them.
+
+    Returns the body and the element names still read."""
     from .ir import var_names
     used = set()
     for s in walk(body[n_reads:]):
@@ -499,4 +505,5 @@ def _drop_unread(body, n_reads):
         for attr in ("cond", "start", "stop", "step", "value"):
             if hasattr(s, attr):
                 used.update(var_names([getattr(s, attr)]))
-    return [s for s in body[:n_reads] if s.targets[0] in used] + body[n_reads:]
+    kept = [s for s in body[:n_reads] if s.targets[0] in used]
+    return kept + body[n_reads:], {s.targets[0] for s in kept}

@@ -142,3 +142,31 @@ def test_vmap_of_compiled_small_array_gradient():
     f = np.array([0.7, 0.2, -0.4])
     want = np.stack([ad.grad(sa.torque_energy)(r, f) for r in rs])
     np.testing.assert_allclose(g(rs, f), want, rtol=1e-10, atol=1e-12)
+
+
+def test_per_sample_loop_writes_element_gradients_in_place():
+    """vmap(grad) under jit: small gradients come back as scalars, no array per example."""
+    def_rng = np.random.default_rng(1)
+    rs, fs = def_rng.normal(size=(9, 3)), def_rng.normal(size=(9, 3))
+    g = ad.jit(ad.vmap(ad.grad(sa.torque_energy, argnums=(0, 1))))
+    got = g(rs, fs)
+    for k in range(2):
+        want = np.stack([ad.grad(sa.torque_energy, argnums=k)(r, f) for r, f in zip(rs, fs)])
+        np.testing.assert_allclose(got[k], want, rtol=1e-10, atol=1e-12)
+    assert "out0[b, k] = v[k]" in ad.source(g, rs, fs) and "np.ravel" not in ad.source(g, rs, fs)
+    g32 = ad.jit(ad.vmap(ad.grad(sa.torque_energy)))(rs.astype(np.float32), fs.astype(np.float32))
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, got[0], rtol=1e-4)
+
+
+def test_per_sample_value_and_grad_with_a_large_argument():
+    rng = np.random.default_rng(2)
+    m, xs = rng.normal(size=(2, 2)), rng.normal(size=(5, 2))
+    g = ad.jit(ad.vmap(ad.value_and_grad(sa.matrix_times_small, argnums=(0, 1)),
+                       in_axes=(None, 0)))
+    value, (gm, gx) = g(m, xs)
+    for b in range(5):
+        v, (wm, wx) = ad.value_and_grad(sa.matrix_times_small, argnums=(0, 1))(m, xs[b])
+        np.testing.assert_allclose(value[b], v, rtol=1e-12)
+        np.testing.assert_allclose(gm[b], wm, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gx[b], wx, rtol=1e-10, atol=1e-12)
