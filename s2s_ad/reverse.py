@@ -177,11 +177,13 @@ class ReverseWriter:
         # pass 2 writes the adjoint with the restores in place.
         self._sweep(seed_exprs, returns)
         saved_arrays = self._storage_read(self._reads)
+        read_before = self._read_before_written()
         # One stack per element write: a scalar write and a slice write into
         # the same array save values of different types.
         self.saves = {id(s): self._stack(s.args[0].name, ("saved", id(s)))
                       for s in walk(self.fn.body)
-                      if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays}
+                      if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays
+                      and id(s) in read_before}
         self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
         back, ret = self._sweep(seed_exprs, returns)
         fwd = codegen.Writer()
@@ -194,6 +196,61 @@ class ReverseWriter:
                          [k for k in self.counters if k in self._reversed_loops])
         codegen.block(fwd, body, self.module.fn_names, _ForwardHooks(self, self.kept))
         return fwd, back, ret
+
+    def _read_before_written(self):
+        """Element writes that some read of the same array may precede.
+
+        The adjoint of a read runs after the restores of the writes that
+        follow it, so only a write that a read may precede (earlier in the
+        code, or in an earlier iteration of a loop the array outlives)
+        needs to save what it overwrites.  An array filled in place and read
+        afterwards (``out = np.zeros(n)`` filled in a loop, a matrix built
+        element by element and then used) keeps nothing.  Returns statement
+        ids.
+        """
+        root = {}
+        for s in walk(self.fn.body):
+            if isinstance(s, Prim) and s.rule.name in _VIEWS and isinstance(s.args[0], Var):
+                root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
+        roots = lambda names: {root.get(n, n) for n in names}       # noqa: E731
+        places, defs, called = [], {}, set()
+
+        def visit(body, path, loops):
+            for k, s in enumerate(body):
+                here = path + (k,)
+                if isinstance(s, (Prim, Call)):
+                    for t in s.targets:
+                        defs.setdefault(t, []).append(loops)
+                    reads = _stmt_reads(s) if not (isinstance(s, Prim) and s.rule.mutates) \
+                        else set(var_names([s.args[1]] + list(s.params.values())))
+                    places.append((s, here, loops, roots(reads)))
+                    if isinstance(s, Call):
+                        called.update(roots(var_names(s.args)))
+                else:
+                    heads = [getattr(s, a, None) for a in ("cond", "start", "stop", "step")]
+                    places.append((s, here, loops, roots(var_names([h for h in heads if h]))))
+                    inner = loops + (id(s),) if isinstance(s, (For, While)) else loops
+                    for j, b in enumerate(blocks(s)):
+                        visit(b, here + (j,), inner)
+        visit(self.fn.body, (), ())
+        out = set()
+        for w, wpath, wloops, wreads in places:
+            if not (isinstance(w, Prim) and w.rule.mutates):
+                continue
+            a = root.get(w.args[0].name, w.args[0].name)
+            made = defs.get(a, [])
+            fresh = set(made[0]) if len(made) == 1 and a not in self.fn.params else set()
+            if a in called or a in wreads:
+                out.add(id(w))
+                continue
+            for r, rpath, rloops, rreads in places:
+                if a not in rreads or r is w:
+                    continue
+                shared = set(rloops) & set(wloops)
+                if rpath < wpath or shared - fresh:
+                    out.add(id(w))
+                    break
+        return out
 
     def _call_defs(self):
         """Residual names each split helper call defines, by statement id."""

@@ -263,3 +263,43 @@ def test_compiled_jacrev_source_shows_the_rows_function():
     args = make()
     src = ad.source(ad.jacrev(ad.jit(fn)), *args)
     assert "one adjoint sweep per unit cotangent" in src and "for row in range(m):" in src
+
+
+# -- element writes save only what a read may still need ---------------------------------------
+
+
+def _filled_then_used(p, x):
+    L = np.zeros((3, 3))
+    for c in range(3):
+        L[c, c] = np.exp(p[c])
+        for r in range(c + 1, 3):
+            L[r, c] = p[2 + r + c]
+    return np.sum((x @ L.T) ** 2)
+
+
+def _read_then_overwritten(x):
+    v = np.copy(x)
+    s = 0.0
+    for i in range(v.shape[0]):
+        s = s + v[i] ** 3
+        v[i] = np.sin(v[i])
+    return s + np.sum(v ** 2)
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_writes_that_no_read_precedes_save_nothing(backend):
+    p = np.array([0.1, -0.2, 0.3, 0.4, -0.5, 0.6])
+    x = np.array([[0.5, -1.0, 0.25], [1.5, 0.3, -0.7]])
+    check_grad(_filled_then_used, (p, x), (0, 1), target=TARGETS[backend])
+    g = ad.grad(_filled_then_used)
+    g(p, x)
+    assert "_saved" not in ad.source(g, p, x)
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_writes_after_reads_keep_their_saves(backend):
+    x = np.array([0.5, -1.0, 0.25, 1.5])
+    check_grad(_read_then_overwritten, (x,), 0, target=TARGETS[backend])
+    g = ad.grad(_read_then_overwritten)
+    g(x)
+    assert "v_saved" in ad.source(g, x)

@@ -10,14 +10,12 @@ from s2s_ad import runtime as rt
 def grad_inplace_recurrence(a, u):
     t8_stack = []
     x_saved = []
-    x_saved_1 = []
     # x = np.zeros(u.shape[0])  [line 31]
     _t1 = np.shape(u)
     _t2 = _t1[0]
     x = np.zeros(_t2)
     # x[0] = u[0]  [line 32]
     _t4 = u[0]
-    x_saved.append(rt.snapshot(x[0]))
     x[0] = _t4
     # for i in range(1, u.shape[0]):  [line 33]
     _t5 = np.shape(u)
@@ -29,7 +27,7 @@ def grad_inplace_recurrence(a, u):
         _t9 = a * _t8
         _t10 = u[i]
         _t11 = _t9 + _t10
-        x_saved_1.append(rt.snapshot(x[i]))
+        x_saved.append(rt.snapshot(x[i]))
         x[i] = _t11
         t8_stack.append(_t8)
     # return np.sum(x * x)  [line 35]
@@ -50,7 +48,7 @@ def grad_inplace_recurrence(a, u):
         bt11 = bx[i]
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
-        x[i] = x_saved_1.pop()
+        x[i] = x_saved.pop()
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt9 = bt11
         bt10 = bt11
@@ -61,9 +59,6 @@ def grad_inplace_recurrence(a, u):
     # adjoint of: x[0] = u[0]  [line 32]
     bt4 = bx[0]
     bx[0] = 0.0
-    # restore: x[0] = u[0]  [line 32]
-    x[0] = x_saved.pop()
-    # adjoint of: x[0] = u[0]  [line 32]
     bu[0] += bt4
     # adjoint of: x = np.zeros(u.shape[0])  [line 31]
     return (None, (rt.like(ba, a), rt.like(bu, u)))
