@@ -283,7 +283,7 @@ class Batched:
             raise ValueError("vmap over an empty batch")
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
         t = self.fun
-        if t.kind in ("grad", "value_and_grad"):
+        if t.kind in ("grad", "value_and_grad", "vjp"):
             # Gradients of small arguments come back as scalars, written
             # straight into the output: no array per example.
             t = t.derived(options={**t.options, "element_grads": True})

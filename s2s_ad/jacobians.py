@@ -364,9 +364,7 @@ class Jacobian:
             return pytree.unflatten(out, tree), at
 
         if self.mode == "rev":
-            out = _mapped(t, in_axes, method)(*args)
-            out_ex = pytree.unflatten([o[0] for o in pytree.flatten(out)[0]],
-                                      pytree.flatten(out)[1])
+            out_ex = t(*example)          # one example gives the output's structure
             out_leaves, out_tree = pytree.flatten(out_ex)
             total = sum(int(np.size(o)) for o in out_leaves)
             pull = _mapped(t.derived("vjp", argnums=tuple(nums), single=False), in_axes + (0,),

@@ -14,7 +14,8 @@ length (at most :data:`SMALL`) on every path:
 * an argument whose length the compiled call specialises on (see
   ``api``: small 1-D float arguments are part of the compiled signature);
 * elementwise arithmetic of vectors of one length with scalars, copies,
-  and results of user functions that return vectors.
+  slices with constant bounds (``cam[0:3]``), and results of user
+  functions that return vectors.
 
 Each vector name ``v`` becomes ``v_0, v_1, ...``; elementwise statements are
 repeated per element; ``v[k]`` with a constant ``k`` is element ``k``;
@@ -30,8 +31,8 @@ from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, W
 from .ranks import infer, rank_of
 from .rules import RULES
 
-#: The longest array split into scalars.
-SMALL = 8
+#: The longest array split into scalars (a bundle-adjustment camera has 11).
+SMALL = 16
 
 _ALIASING = {"copy", "stop_gradient", "np.asarray"}
 
@@ -166,6 +167,11 @@ class _Analysis:
             return _static_length(s.params.get("shape"))
         if name in ("copy", "stop_gradient"):
             return self.length(args[0])
+        if name == "getitem" and self.length(args[0]) is not None:
+            picked = _static_slice(s.params["index"], self.length(args[0]))
+            if picked is None:
+                return None
+            return len(picked) or None
         if s.rule.elementwise and not s.params and all(isinstance(a, (Var, Const)) for a in args):
             found = {self.length(a) for a in args} - {None}
             if len(found) == 1 and all(self.length(a) or self.scalar(a) for a in args):
@@ -182,6 +188,23 @@ class _Analysis:
         inner = self.ctx.analysis(s.callee, lengths, ranks)
         self.calls[id(s)] = inner
         return inner.out_lengths()
+
+
+def _static_slice(index, n):
+    """The positions ``index`` (a slice of constants) picks from ``n`` elements, or None."""
+    if not isinstance(index, Slice):
+        return None
+    bounds = []
+    for b in (index.lo, index.hi, index.step):
+        if b is None or (isinstance(b, Const) and b.value is None):
+            bounds.append(None)
+        elif isinstance(b, Const) and isinstance(b.value, int) and not isinstance(b.value, bool):
+            bounds.append(b.value)
+        else:
+            return None
+    if bounds[2] == 0:
+        return None
+    return list(range(n))[slice(*bounds)]
 
 
 def _static_length(shape):
@@ -369,6 +392,10 @@ class _Rewrite:
         if name in ("np.zeros", "np.ones"):
             fill = Const(0.0 if name == "np.zeros" else 1.0)
             return self.bind(t, (fill,) * n, s.loc, out)
+        if name == "getitem":                     # a slice of a vector
+            a0 = s.args[0]
+            picked = _static_slice(s.params["index"], self.an.length(a0))
+            return self.bind(t, tuple(self.elem(a0, k) for k in picked), s.loc, out)
         if name in ("copy", "stop_gradient"):
             src = tuple(self.elem(s.args[0], k) for k in range(n))
             if name == "copy":

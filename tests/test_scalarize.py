@@ -70,6 +70,15 @@ def test_helpers_take_and_return_elements():
     assert "np.array(" not in _code(src)
 
 
+def test_constant_slices_are_elements():
+    """A camera of 11 numbers sliced into rotation, centre, focal length, distortion."""
+    g = ad.jit(ad.grad(sa.sliced_camera, argnums=(0, 1)))
+    args = CASES[f"sliced_camera-{len(sa.CORPUS) - 1}"][1]()
+    g(*args)
+    code = _code(ad.source(g, *args))
+    assert "np.array(" not in code and "cam[0:3]" not in code and "cam_10 = cam[10]" in code
+
+
 def test_written_arrays_stay_arrays():
     for fn in (sa.written_elements, sa.written_alias):
         g = ad.jit(ad.grad(fn))

@@ -121,6 +121,15 @@ def pair_and_scalar(x, y):
     return np.dot(p, q) + np.exp(q[1] * 0.1)
 
 
+def sliced_camera(cam, X):
+    rot = cam[0:3]
+    centre = cam[3:6]
+    d = X - centre
+    Y = d + _cross(rot, d)
+    q = Y[0:2] / Y[2]
+    return np.sum(q * cam[6]) + np.sum(cam[-2:] * q[::-1]) + np.sum(cam[1:7:2])
+
+
 CORPUS = [
     (ode_midpoint, lambda: (np.array([1.1, 0.4, 0.1, 0.4]), np.array([2.0, 1.5]), 0.01, 50),
      (0, 1)),
@@ -138,4 +147,6 @@ CORPUS = [
     (newton_2d, lambda: (np.array([2.0, 3.0]),), 0),
     (integer_picks, lambda: (np.array([0.5, -0.3, 1.2]),), 0),
     (pair_and_scalar, lambda: (np.array([0.5, -0.3]), 0.7), (0, 1)),
+    (sliced_camera, lambda: (np.array([0.01, -0.02, 0.03, 0.1, -0.2, 0.3, 1.5, 0.2, -0.1,
+                                       0.05, 0.07]), np.array([0.4, -0.3, 8.0])), (0, 1)),
 ]
