@@ -24,7 +24,7 @@ from .batching import matmul as bmatmul
 from .batching import outer as bouter
 from .batching import outer_grad as bouter_grad
 from .batching import unbroadcast as batch_unbroadcast
-from .control import copy_into, range_last, rows_like, set_row, snapshot
+from .control import copy_into, range_last, rows_like, set_row, snapshot, stack_like
 from .elementwise import clip
 from .linalg import (
     dot,

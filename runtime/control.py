@@ -88,3 +88,18 @@ def _copy_into(dst, src):
         for idx in np.ndindex(dst.shape):
             dst[idx] = src[idx]
     return impl
+
+
+def stack_like(x, n):
+    """Uninitialised storage for ``n`` values shaped like ``x`` (``x``'s dtype)."""
+    if isinstance(x, np.ndarray):
+        return np.empty((n,) + x.shape, dtype=x.dtype)
+    return np.empty(n, dtype=np.result_type(x))
+
+
+@overload(stack_like)
+def _stack_like(x, n):
+    if isinstance(x, types.Array):
+        return lambda x, n: np.empty((n,) + x.shape, dtype=x.dtype)
+    dtype = x if isinstance(x, (types.Float, types.Integer, types.Boolean)) else types.float64
+    return lambda x, n: np.empty(n, dtype=dtype)

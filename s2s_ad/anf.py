@@ -11,6 +11,7 @@ NumPy function: ``a * b`` and ``np.multiply``, ``x.sum(0)`` and ``np.sum``,
 (:class:`~s2s_ad.ir.Tup`) and never built at run time; the body ends in one
 :class:`~s2s_ad.ir.Return`.
 """
+import ast
 import builtins
 import numbers
 import operator
@@ -22,6 +23,7 @@ from . import custom, rules
 from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While, walk
 from .names import Names
 from .parse import FunctionSource, is_user_function
+from .rules.internal import STACK_LIKE
 
 LEAF = None  # the structure of a single value
 
@@ -83,6 +85,19 @@ class Program:
     def lower_custom(self, custom_fn, trees, call_node=None, caller=None):
         """Lower a custom_vjp/custom_jvp function (its body), marked with its rule."""
         return custom.lower_custom(self, custom_fn, trees, call_node, caller)
+
+
+def _rebuild_with(value, picked):
+    """``value`` (an atom or nested Tup) with the leaves in ``picked`` replaced."""
+    if isinstance(value, Tup):
+        return Tup(tuple(_rebuild_with(v, picked) for v in value.items), value.is_list)
+    return picked.get(value, value)
+
+
+def _rebuild_like(value, leaves):
+    if isinstance(value, Tup):
+        return Tup(tuple(_rebuild_like(v, leaves) for v in value.items), value.is_list)
+    return next(leaves)
 
 
 def tree_of(value):
@@ -514,10 +529,13 @@ class Lowerer:
         if not ok:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
+            if isinstance(func, gast.Call) and self._is_vmap(func):
+                return self.call_vmap(func, node)
             if isinstance(func, gast.Call):
                 raise self.error(node, "calling a transformed function (ad.grad(f)(x)) inside a "
-                                 "function that is itself transformed is not supported; call "
-                                 "ad.jvp(f, primals, tangents) inside it instead, or transform "
+                                 "function that is itself transformed is not supported (only "
+                                 "ad.jvp(f, primals, tangents) and ad.vmap(f, in_axes)(...) "
+                                 "are); call ad.jvp inside it instead, or transform "
                                  "the outer function (ad.hessian, ad.hvp, ad.jvp(ad.grad(f)))")
             what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
             raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
@@ -530,6 +548,102 @@ class Lowerer:
         if None in kwargs:
             raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
         return self.call(obj, args, kwargs, node)
+
+    def _is_vmap(self, node):
+        from .batching import vmap
+        ok, obj = self.src.resolve(node.func)
+        return ok and obj is vmap
+
+    def call_vmap(self, vnode, node):
+        """``ad.vmap(f, in_axes)(args)`` in user code: a loop over the examples.
+
+        Each example's ``f`` result is written into outputs allocated from
+        the first one, so the function around it can be differentiated
+        (``grad`` of a function that sums a ``vmap``) and compiled.
+        """
+        spec = self._vmap_spec(vnode)
+        ok, fn = self.src.resolve(vnode.args[0]) if vnode.args else (False, None)
+        fn = getattr(fn, "__s2s_ad_function__", fn)
+        if not ok or not is_user_function(fn):
+            raise self.error(vnode, "the function given to ad.vmap here must be a module-level "
+                             "function, named directly")
+        if node.keywords:
+            raise self.error(node, "pass the arguments of a vmapped function positionally")
+        args = [self.expr(a) for a in node.args]
+        in_axes = spec["in_axes"]
+        if not isinstance(in_axes, tuple):
+            in_axes = (in_axes,) * len(args)
+        if len(in_axes) != len(args):
+            raise self.error(node, f"vmap in_axes has {len(in_axes)} entries but the function "
+                             f"is called with {len(args)} arguments")
+        leaves_axes = [pair for a, ax in zip(args, in_axes)
+                       for pair in self._leaf_axes(a, ax, vnode)]
+        batched = [(leaf, ax) for leaf, ax in leaves_axes if ax is not None]
+        if not batched:
+            raise self.error(vnode, "vmap needs at least one batched argument: every in_axes "
+                             "entry is None")
+        first, axis = batched[0]
+        shape = self.emit(rules.RULES["np.shape"], [first], {}, node)
+        size = self.emit(rules.RULES["getitem"], [shape], {"index": Const(axis)}, node)
+
+        def example(b):
+            picked = {}
+            for leaf, ax in leaves_axes:
+                if ax is not None:
+                    index = b if ax == 0 else Tup((Const(slice(None)),) * ax + (b,))
+                    picked[leaf] = self.emit(rules.RULES["getitem"], [leaf], {"index": index},
+                                             node)
+            return [_rebuild_with(a, picked) for a in args]
+
+        r0 = self.call(fn, example(Const(0)), {}, node)
+        outs = []
+        for leaf in _leaves(r0):
+            out = self.emit(STACK_LIKE, [leaf, size], {}, node)
+            self.emit_setitem(out, Const(0), leaf)
+            outs.append(out)
+        index = Var(self.names.fresh("b"))
+        saved, self.body = self.body, []
+        r = self.call(fn, example(index), {}, node)
+        for out, leaf in zip(outs, _leaves(r)):
+            self.emit_setitem(out, index, leaf)
+        body, self.body = self.body, saved
+        self.body.append(For(index.name, Const(1), size, Const(1), body, self.src.loc(node)))
+        self.cse.clear()
+        it = iter(outs)
+        return _rebuild_like(r0, it)
+
+    def _vmap_spec(self, vnode):
+        """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""
+        names = ("fun", "in_axes", "out_axes")
+        spec = {"in_axes": 0, "out_axes": 0}
+        given = list(zip(names, vnode.args)) + [(k.arg, k.value) for k in vnode.keywords]
+        for name, value in given:
+            if name == "fun":
+                continue
+            if name not in spec:
+                raise self.error(vnode, f"ad.vmap inside a transformed function takes in_axes "
+                                 f"and out_axes, not {name}")
+            try:
+                spec[name] = ast.literal_eval(gast.gast_to_ast(value))
+            except ValueError:
+                raise self.error(vnode, f"{name} of ad.vmap inside a transformed function must "
+                                 f"be written as a literal (ints, None, tuples)") from None
+        if spec["out_axes"] != 0:
+            raise self.error(vnode, "ad.vmap inside a transformed function stacks its outputs "
+                             "on axis 0: use out_axes=0 and move the axis afterwards")
+        return spec
+
+    def _leaf_axes(self, value, ax, node):
+        """(leaf, batch axis) for every leaf of an argument and its in_axes entry."""
+        if isinstance(ax, (tuple, list)):
+            if not (isinstance(value, Tup) and len(value.items) == len(ax)):
+                raise self.error(node, "a tuple entry of in_axes must match its argument's "
+                                 "structure")
+            return [p for v, a in zip(value.items, ax) for p in self._leaf_axes(v, a, node)]
+        if ax is not None and (not isinstance(ax, int) or isinstance(ax, bool) or ax < 0):
+            raise self.error(node, "in_axes entries of ad.vmap inside a transformed function "
+                             "must be non-negative ints or None")
+        return [(leaf, ax) for leaf in _leaves(value)]
 
     def call_jvp(self, node):
         """``ad.jvp(f, (x, ...), (dx, ...))`` in user code: a call to f's JVP.

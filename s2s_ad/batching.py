@@ -123,6 +123,10 @@ class Batched:
             if jac is not None:
                 leaves, tree = pytree.flatten(jac)
                 return self._place([np.asarray(x) for x in leaves], tree, size)
+        if isinstance(self.fun, Batched) and self.method != "loop" and size > 0:
+            nested = self._nested(moved, axes, size, treedefs)
+            if nested is not None:
+                return nested
         if self.method != "loop" and size > 0:
             result = self._vectorized(moved, axes, treedefs)
         if result is not None:
@@ -224,6 +228,59 @@ class Batched:
                              f"batching rules: {why}; use method='loop' (or method=None to "
                              f"choose)")
         return None
+
+    def _nested(self, moved, axes, size, treedefs):
+        """``vmap(vmap(f))`` as one vectorized call over both batch axes, or None.
+
+        Each leaf gets the outer batch axis first and the inner one second
+        (an unbatched level is broadcast), the two are merged into one, and
+        ``f`` runs once, vectorized; the outputs are split back and placed
+        by the inner, then the outer ``out_axes``.  None when the inner
+        level is forced to loop or ``f`` does not vectorize (the caller then
+        runs the inner vmap per example).
+        """
+        inner = self.fun
+        if inner.method == "loop" or isinstance(inner.fun, Batched) or size == 0:
+            return None
+        example = [x[0] if a is not None else x for x, a in zip(moved, axes)]
+        _, _, inner_axes, inner_size = inner._batch(_unflatten_args(example, treedefs))
+        merged, merged_axes = [], []
+        for x, a, i in zip(moved, axes, inner_axes):
+            if a is None and i is None:
+                merged.append(x)
+                merged_axes.append(None)
+                continue
+            x = np.asarray(x)
+            if a is not None and i is not None:
+                x = np.moveaxis(x, i + 1, 1)
+            elif a is not None:
+                x = np.broadcast_to(x[:, None], (size, inner_size) + x.shape[1:])
+            else:
+                x = np.moveaxis(x, i, 0)
+                x = np.broadcast_to(x[None], (size,) + x.shape)
+            merged.append(x.reshape((size * inner_size,) + x.shape[2:]))
+            merged_axes.append(0)
+        flat = Batched(inner.fun, 0, 0, inner.method or self.method, inner.parallel)
+        result = flat._vectorized(merged, merged_axes, treedefs)
+        if result is None:
+            return None
+        self._vector = flat._vector
+        outs, out_tree = result
+        outs = [np.asarray(o).reshape((size, inner_size) + np.shape(o)[1:]) for o in outs]
+        placed = []
+        for k, (o, a) in enumerate(zip(outs, _broadcast_axes(inner.out_axes, out_tree, None))):
+            if a is None:
+                if not all(np.array_equal(o[:, 0], o[:, b]) for b in range(1, inner_size)):
+                    raise ValueError(f"vmap out_axes=None for output {k}, but it differs "
+                                     f"between examples")
+                placed.append(o[:, 0])
+                continue
+            nd = o.ndim - 1
+            if not -nd <= a < nd:
+                raise ValueError(f"vmap out_axes={a} is out of range for output {k}, which "
+                                 f"has {nd} dimensions once batched")
+            placed.append(np.moveaxis(o, 1, 1 + a % nd))
+        return self._place(placed, out_tree, size)
 
     def _batch(self, args):
         """Flat leaves, their batch axes (normalised) and the batch size."""

@@ -94,6 +94,8 @@ def _rank(s, ranks):
         return 1
     if name == "rt.broadcast_like":
         return args[1]
+    if name == "rt.stack_like":
+        return None if args[0] is None else args[0] + 1
     if s.rule.elementwise or s.rule.name in ("and", "or", "not") or (
             s.rule.nondiff and len(s.rule.operands) in (1, 2) and s.rule.operands == s.rule.params
             and name not in _SCALAR and name != "np.shape"):

@@ -10,11 +10,14 @@ shared between tests.
 Known bugs would be ``xfail(strict=True)`` with the reason spelled out.
 """
 import math
+import pathlib
 
 import numpy as np
 import pytest
+from conftest import load_program
 
 import s2s_ad as ad
+from s2s_ad.testing import check_grad, check_jvp
 
 RTOL = 1e-12
 RNG = np.random.default_rng(20240611)
@@ -700,3 +703,45 @@ def test_parallel_none_goes_parallel_for_a_large_batch_after_a_small_one():
     fn(np.ones((2, 3)))
     close(fn(np.ones((BIG, 3))), np.full(BIG, 3.0))
     assert "prange(" in ad.source(fn)
+
+
+# -- ad.vmap called inside a function that is differentiated ------------------------------------
+
+vi = load_program(pathlib.Path(__file__).resolve().parent / "programs" / "vmap_inside.py")
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "jit"])
+def test_grad_of_a_function_that_sums_a_vmap(jit):
+    theta = RNG.standard_normal(3)
+    xs = RNG.standard_normal((6, 3))
+    g = ad.grad(vi.total)
+    got = (ad.jit(g) if jit else g)(theta, xs)
+    close(got, sum(ad.grad(vi.loss)(theta, x) for x in xs))
+    close(vi.total(theta, xs), sum(vi.loss(theta, x) for x in xs))
+    check_grad(vi.total, (theta, xs), (0, 1), target="cpu" if jit else "python")
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["python", "jit"])
+def test_vmap_inside_with_other_axes_tuples_and_pytrees(jit):
+    w = RNG.standard_normal(4)
+    xs = RNG.standard_normal((4, 5))
+    target = "cpu" if jit else "python"
+    check_grad(vi.columns_total, (w, xs), (0, 1), target=target)
+    p = (RNG.standard_normal(3), 0.7)
+    check_grad(vi.tree_total, (p, RNG.standard_normal((5, 3))), (0, 1), target=target)
+    check_jvp(vi.columns_total, (w, xs), target=target)
+
+
+@pytest.mark.parametrize("name, match", [
+    ("bad_out_axes", "out_axes=0"),
+    ("bad_negative_axis", "non-negative"),
+    ("bad_variable_axes", "literal"),
+])
+def test_vmap_inside_errors_point_at_the_line(name, match):
+    fn = getattr(vi, name)
+    args = (RNG.standard_normal(3), RNG.standard_normal((4, 3)))
+    if name == "bad_variable_axes":
+        args += (0,)
+    with pytest.raises(ad.UnsupportedSyntaxError, match=match) as info:
+        ad.grad(fn)(*args)
+    assert "vmap_inside.py" in str(info.value)

@@ -20,6 +20,10 @@ def _internal(rule):
 ZEROS_LIKE = _internal(Rule(name="rt.zeros_like", params=("x",), operands=("x",),
                             emit="rt.zeros_like", nondiff=True))
 
+#: Uninitialised storage for ``n`` values shaped like ``x`` (``ad.vmap`` in user code).
+STACK_LIKE = _internal(Rule(name="rt.stack_like", params=("x", "n"), operands=("x", "n"),
+                            emit="rt.stack_like", nondiff=True))
+
 #: A tangent broadcast to the shape of the value it belongs to.
 BROADCAST_LIKE = _internal(Rule(name="rt.broadcast_like", params=("t", "x"), operands=("t", "x"),
                                 emit="rt.broadcast_like", vjp={"t": "rt.unbroadcast(g, t)"}))
