@@ -208,10 +208,7 @@ class ReverseWriter:
         element by element and then used) keeps nothing.  Returns statement
         ids.
         """
-        root = {}
-        for s in walk(self.fn.body):
-            if isinstance(s, Prim) and s.rule.name in _VIEWS and isinstance(s.args[0], Var):
-                root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
+        root = self._view_roots()
         roots = lambda names: {root.get(n, n) for n in names}       # noqa: E731
         places, defs, called = [], {}, set()
 
@@ -725,11 +722,16 @@ class ReverseWriter:
 
     def _storage_read(self, reads):
         """Arrays written in place whose contents (or a view's) the adjoint reads."""
+        root = self._view_roots()
+        return {root.get(n, n) for n in reads}
+
+    def _view_roots(self):
+        """Each view's (or alias's) name -> the array it looks into."""
         root = {}
         for s in walk(self.fn.body):
-            if isinstance(s, Prim) and s.rule.name in _VIEWS and isinstance(s.args[0], Var):
+            if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
                 root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
-        return {root.get(n, n) for n in reads}
+        return root
 
     def _capture_mutated_outputs(self, out, value, back=None):
         """``value`` with the names the adjoint sweep changes captured first.
@@ -759,8 +761,9 @@ _CHEAP = {"np.add", "np.subtract", "np.multiply", "np.divide", "np.negative", "n
           "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
           "np.not_equal", "and", "or", "not", "len", "int", "float"}
 
-_VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
-          "np.expand_dims", "np.asarray", "copy", "stop_gradient"}
+#: Rules whose result may share memory with their first operand (a view or an alias).
+VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
+         "np.expand_dims", "np.asarray", "copy", "stop_gradient"}
 
 
 class _ForwardHooks(codegen.Hooks):
@@ -897,24 +900,24 @@ def helper_vjp_source(module, callee, in_names, seeds, ranks, fwd_name, bwd_name
 
     Returns (source, residual names) -- see :meth:`ReverseWriter.write_split`.
     """
-    writer = ReverseWriter(module, callee, set(in_names), set(seeds), list(ranks))
-    cot = [callee.names.adjoint(s) for s in seeds]
-    seed_exprs = list(zip(seeds, (codegen.name(c) for c in cot)))
-    in_trees = [Var(n) for n in in_names]
-    return writer.write_split(fwd_name, bwd_name, cot,
-                              lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
-                              seed_exprs)
+    writer, cot, returns, seed_exprs = _helper_writer(module, callee, in_names, seeds, ranks)
+    return writer.write_split(fwd_name, bwd_name, cot, returns, seed_exprs)
 
 
 def helper_joint_source(module, callee, in_names, seeds, ranks, fname):
     """A called user function's VJP as one function: ``fname(params, cotangents)``
     runs the primal statements its adjoint reads, then the adjoint."""
+    writer, cot, returns, seed_exprs = _helper_writer(module, callee, in_names, seeds, ranks)
+    return writer.write(fname, cot, returns, seed_exprs, value_first=False)
+
+
+def _helper_writer(module, callee, in_names, seeds, ranks):
+    """(writer, cotangent parameters, return builder, seeds) of a called function's VJP."""
     writer = ReverseWriter(module, callee, set(in_names), set(seeds), list(ranks))
     cot = [callee.names.adjoint(s) for s in seeds]
     seed_exprs = list(zip(seeds, (codegen.name(c) for c in cot)))
     in_trees = [Var(n) for n in in_names]
-    return writer.write(fname, cot, lambda adj: ast.Return(grads_expr(callee, in_trees, adj)),
-                        seed_exprs, value_first=False)
+    return writer, cot, lambda adj: ast.Return(grads_expr(callee, in_trees, adj)), seed_exprs
 
 
 def _scalar_code(fn, arg_ranks, seen=()):
@@ -941,29 +944,23 @@ def _read_first(lines):
             if isinstance(s, (ast.For, ast.While)):
                 head = s.iter if isinstance(s, ast.For) else s.test
                 out |= _loads(head) - assigned
-                out |= scan(s.body, set(assigned) | _names_stored(getattr(s, "target", None)))
+                target = [s.target] if isinstance(s, ast.For) else []
+                out |= scan(s.body, set(assigned) | _stores(target))
             elif isinstance(s, ast.If):
                 out |= _loads(s.test) - assigned
                 out |= scan(s.body, set(assigned)) | scan(s.orelse, set(assigned))
             else:
                 out |= _loads(s) - assigned
-                assigned |= _names_stored(s)
+                assigned |= _stores([s])
         return out
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
     return scan(tree.body, set())
 
 
 def _loads(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)} | {
-        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign)
-        and isinstance(n.target, ast.Name)}
-
-
-def _names_stored(node):
-    if node is None:
-        return set()
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    """Names ``node`` reads (``x += 1`` reads ``x``)."""
+    return _reads([node]) | {n.target.id for n in ast.walk(node)
+                             if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
 
 
 def _rebuild_tuple(node, names):

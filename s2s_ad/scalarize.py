@@ -26,16 +26,13 @@ reads a materialised ``np.array((v_0, v_1, ...))``, so the rewrite is always
 exact.  Arrays that are ever written into (through any alias) are left
 alone.
 """
-from .custom import has_jvp_rule, has_vjp_rule
 from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While, walk
 from .ranks import infer, rank_of
+from .reverse import VIEWS
 from .rules import RULES
 
 #: The longest array split into scalars (a bundle-adjustment camera has 11).
 SMALL = 16
-
-_ALIASING = {"copy", "stop_gradient", "np.asarray"}
-
 
 def scalarize(program, fn, param_ranks, param_lengths):
     """``fn`` with its small vectors split (``fn`` itself when there are none)."""
@@ -75,12 +72,12 @@ class _Context:
 
 
 def _mutated(ctx, fn):
-    """Names whose array is written into, closed over aliases."""
+    """Names whose array is written into, closed over views and aliases."""
     roots, edges = set(), {}
     for s in walk(fn.body):
         if isinstance(s, Prim) and s.rule.mutates:
             roots.add(s.args[0].name)
-        elif isinstance(s, Prim) and (s.rule.name in _ALIASING or s.rule.name == "getitem"):
+        elif isinstance(s, Prim) and s.rule.name in VIEWS:
             if isinstance(s.args[0], Var):
                 edges.setdefault(s.targets[0], set()).add(s.args[0].name)
                 edges.setdefault(s.args[0].name, set()).add(s.targets[0])
@@ -95,10 +92,6 @@ def _mutated(ctx, fn):
             out.add(n)
             todo.extend(edges.get(n, ()))
     return out
-
-
-def _custom(callee):
-    return has_vjp_rule(callee) or has_jvp_rule(callee) or getattr(callee, "custom", None)
 
 
 class _Analysis:
@@ -179,7 +172,7 @@ class _Analysis:
         return None
 
     def _call(self, s):
-        if _custom(s.callee):
+        if getattr(s.callee, "custom", None) is not None:      # a user rule: kept whole
             return [None] * len(s.targets)
         lengths = tuple(self.length(a) for a in s.args)
         ranks = tuple(rank_of(a, self.ranks) for a in s.args)
