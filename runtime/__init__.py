@@ -51,7 +51,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "inner_grad_a", "inner_grad_b",
     "squeeze", "ndim", "transpose_grad", "split_grad", "stack_grad", "index_grad",
     "clip",
-    "range_last", "snapshot", "index_add",
+    "range_last", "snapshot", "index_add", "rows_like", "set_row", "copy_into", "stack_like",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",

@@ -6,8 +6,11 @@ element write is about to overwrite (a copy for array views, the value
 itself for scalars).  Both run in plain Python and inside ``numba.njit``.
 """
 import numpy as np
-from numba import types
+from numba import from_dtype, types
 from numba.extending import overload, register_jitable
+
+from . import _nbutil
+from ._common import grad_dtype
 
 
 @register_jitable
@@ -41,12 +44,8 @@ def _snapshot(x):
 
 
 def rows_like(x, m):
-    """An empty stack of ``m`` cotangents shaped like ``x`` (float; ``x``'s dtype if float)."""
-    if isinstance(x, np.ndarray):
-        dtype = x.dtype if x.dtype.kind == "f" else np.float64
-        return np.empty((m,) + x.shape, dtype=dtype)
-    dtype = type(x) if isinstance(x, np.floating) else np.float64
-    return np.empty(m, dtype=dtype)
+    """An empty stack of ``m`` cotangents of ``x`` (its shape, its cotangent dtype)."""
+    return np.empty((m,) + np.shape(x), dtype=grad_dtype(x))
 
 
 def set_row(out, row, value):
@@ -56,10 +55,9 @@ def set_row(out, row, value):
 
 @overload(rows_like)
 def _rows_like(x, m):
+    dtype = from_dtype(_nbutil.grad_dtype(x))
     if isinstance(x, types.Array):
-        dtype = x.dtype if isinstance(x.dtype, types.Float) else types.float64
         return lambda x, m: np.empty((m,) + x.shape, dtype=dtype)
-    dtype = x if isinstance(x, types.Float) else types.float64
     return lambda x, m: np.empty(m, dtype=dtype)
 
 

@@ -20,7 +20,21 @@ import gast
 import numpy as np
 
 from . import custom, rules
-from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While, walk
+from .ir import (
+    Call,
+    Const,
+    For,
+    Function,
+    If,
+    Prim,
+    Return,
+    Slice,
+    Tup,
+    Var,
+    While,
+    map_leaves,
+    walk,
+)
 from .names import Names
 from .parse import FunctionSource, is_user_function
 from .rules.internal import STACK_LIKE
@@ -85,19 +99,6 @@ class Program:
     def lower_custom(self, custom_fn, trees, call_node=None, caller=None):
         """Lower a custom_vjp/custom_jvp function (its body), marked with its rule."""
         return custom.lower_custom(self, custom_fn, trees, call_node, caller)
-
-
-def _rebuild_with(value, picked):
-    """``value`` (an atom or nested Tup) with the leaves in ``picked`` replaced."""
-    if isinstance(value, Tup):
-        return Tup(tuple(_rebuild_with(v, picked) for v in value.items), value.is_list)
-    return picked.get(value, value)
-
-
-def _rebuild_like(value, leaves):
-    if isinstance(value, Tup):
-        return Tup(tuple(_rebuild_like(v, leaves) for v in value.items), value.is_list)
-    return next(leaves)
 
 
 def tree_of(value):
@@ -593,7 +594,7 @@ class Lowerer:
                     index = b if ax == 0 else Tup((Const(slice(None)),) * ax + (b,))
                     picked[leaf] = self.emit(rules.RULES["getitem"], [leaf], {"index": index},
                                              node)
-            return [_rebuild_with(a, picked) for a in args]
+            return [map_leaves(a, lambda x: picked.get(x, x)) for a in args]
 
         r0 = self.call(fn, example(Const(0)), {}, node)
         outs = []
@@ -610,7 +611,7 @@ class Lowerer:
         self.body.append(For(index.name, Const(1), size, Const(1), body, self.src.loc(node)))
         self.cse.clear()
         it = iter(outs)
-        return _rebuild_like(r0, it)
+        return map_leaves(r0, lambda _: next(it))
 
     def _vmap_spec(self, vnode):
         """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""

@@ -33,7 +33,7 @@ class Transformed:
         self._built = {}
         self._last = None
         self._nargs = _layered_arg_count(fun, self.layers)
-        if kind in ("vjp", "vjp_rows") and self._nargs is not None:
+        if kind in _COTANGENT_KINDS and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
         self._dtypes = {}         # float32 calls: NumPy's dtype of each result leaf
@@ -92,8 +92,7 @@ class Transformed:
         st = self._built.get((trees, ranks, lengths))
         if st is None:
             st = self.state(trees, ranks, lengths)
-        if st.alternative is not None and not st.execution and self.kind not in ("vjp",
-                                                                                   "vjp_rows"):
+        if st.alternative is not None and not st.execution and self.kind not in _COTANGENT_KINDS:
             _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs
@@ -157,7 +156,7 @@ class Transformed:
             if not pytree.is_float_leaf(args[i]):
                 _check_differentiable(self.fun, args, self.argnums)
         entry, leaves, treedefs = self.entry(args)
-        if not self._last.checked and self.kind not in ("vjp", "vjp_rows"):
+        if not self._last.checked and self.kind not in _COTANGENT_KINDS:
             self._check_scalar(args)
 
         def post(raw, batched=False):
@@ -227,6 +226,9 @@ class Transformed:
         self._last.checked = True
 
 
+#: Kinds whose entry takes the output's cotangent(s) as its last argument.
+_COTANGENT_KINDS = ("vjp", "vjp_rows")
+
 #: Transforms built by :meth:`Transformed.derived`, kept so that a composition
 #: called again (``ad.hvp(f, ...)`` in a loop) reuses its generated code.
 _DERIVED = {}
@@ -257,18 +259,22 @@ def _signature(a):
     if t is np.ndarray:
         if a.dtype == np.float32:
             return None
-        if a.ndim == 1 and a.shape[0] <= scalarize.SMALL:   # compiled code may specialise
-            return (1, a.dtype.kind, a.shape[0])
-        return (a.ndim, a.dtype.kind)
+        n = _small_length(a)                    # compiled code may specialise on it
+        return (a.ndim, a.dtype.kind) if n is None else (1, a.dtype.kind, n)
     if t is int:
         return (0, "i")        # a loop count or an index: never differentiated
     return 0 if t is float else None
 
 
+def _small_length(x):
+    """The length of a 1-D array short enough to be split into scalars, else None."""
+    return x.shape[0] if x.ndim == 1 and x.shape[0] <= scalarize.SMALL else None
+
+
 def _small_lengths(leaves):
     """The length of each small 1-D float array leaf (None for others), or ()."""
-    out = tuple(x.shape[0] if type(x) is np.ndarray and x.ndim == 1 and x.dtype.kind == "f"
-                and x.shape[0] <= scalarize.SMALL else None for x in leaves)
+    out = tuple(_small_length(x) if type(x) is np.ndarray and x.dtype.kind == "f" else None
+                for x in leaves)
     return out if any(n is not None for n in out) else ()
 
 
@@ -301,9 +307,8 @@ def _type_key(x):
     length of a small 1-D array (see scalarize)."""
     ndim = getattr(x, "ndim", None)
     key = (type(x), getattr(x, "dtype", None), ndim)
-    if ndim == 1 and x.shape[0] <= scalarize.SMALL:
-        key += (x.shape[0],)
-    return key
+    n = _small_length(x) if ndim is not None else None
+    return key if n is None else key + (n,)
 
 
 def _as_dtype(x, dtype):

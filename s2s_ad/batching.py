@@ -267,19 +267,7 @@ class Batched:
         self._vector = flat._vector
         outs, out_tree = result
         outs = [np.asarray(o).reshape((size, inner_size) + np.shape(o)[1:]) for o in outs]
-        placed = []
-        for k, (o, a) in enumerate(zip(outs, _broadcast_axes(inner.out_axes, out_tree, None))):
-            if a is None:
-                if not all(np.array_equal(o[:, 0], o[:, b]) for b in range(1, inner_size)):
-                    raise ValueError(f"vmap out_axes=None for output {k}, but it differs "
-                                     f"between examples")
-                placed.append(o[:, 0])
-                continue
-            nd = o.ndim - 1
-            if not -nd <= a < nd:
-                raise ValueError(f"vmap out_axes={a} is out of range for output {k}, which "
-                                 f"has {nd} dimensions once batched")
-            placed.append(np.moveaxis(o, 1, 1 + a % nd))
+        placed = inner._placed(outs, out_tree, inner_size, lead=1)
         return self._place(placed, out_tree, size)
 
     def _batch(self, args):
@@ -346,7 +334,8 @@ class Batched:
             t = t.derived(options={**t.options, "element_grads": True})
         entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
         raw = entry(*leaves0)
-        raw_leaves, raw_paths = _raw_leaves(raw, elements=_element_paths(t))
+        elements = _element_paths(t)
+        raw_leaves, raw_paths = _raw_leaves(raw, elements=elements)
         parallel = self._parallel(size)
         key = (tuple(a is None for a in axes), tuple(map(_type_key, leaves0)),
                tuple(raw_paths), parallel)
@@ -368,7 +357,7 @@ class Batched:
                              f"example {int(np.argmax(misfit))} than for example 0; every "
                              f"example must give outputs of one shape")
         batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
-        result = post(_rebuild_raw(raw, iter(batched), elements=_element_paths(t)), batched=True)
+        result = post(_rebuild_raw(raw, iter(batched), elements=elements), batched=True)
         return [np.asarray(x) for x in pytree.flatten(result)[0]], pytree.flatten(result)[1]
 
     def _parallel(self, size):
@@ -378,6 +367,12 @@ class Batched:
 
     def _place(self, outs, out_tree, size):
         """Move each output's batch axis to where ``out_axes`` says."""
+        return pytree.unflatten(self._placed(outs, out_tree, size), out_tree)
+
+    def _placed(self, outs, out_tree, size, lead=0):
+        """The output leaves with their batch axis (axis ``lead``, after ``lead``
+        outer batch axes) moved to where ``out_axes`` says among the axes after
+        those outer ones."""
         spec = self.out_axes
         if isinstance(spec, (tuple, list)) and out_tree is None:
             raise ValueError(f"vmap out_axes={spec!r} is a tuple but the function returns a "
@@ -386,17 +381,19 @@ class Batched:
         placed = []
         for k, (x, a) in enumerate(zip(outs, axes)):
             if a is None:
-                if not all(np.array_equal(x[0], x[b]) for b in range(1, size)):
+                first = np.take(x, 0, axis=lead)
+                if not all(np.array_equal(first, np.take(x, b, axis=lead))
+                           for b in range(1, size)):
                     raise ValueError(f"vmap out_axes=None for output {k}, but it differs "
                                      f"between examples")
-                placed.append(x[0])
+                placed.append(first)
                 continue
-            nd = x.ndim
+            nd = x.ndim - lead
             if not -nd <= a < nd:
                 raise ValueError(f"vmap out_axes={a} is out of range for output {k}, which "
                                  f"has {nd} dimensions once batched")
-            placed.append(np.moveaxis(x, 0, a % nd))
-        return pytree.unflatten(placed, out_tree)
+            placed.append(np.moveaxis(x, lead, lead + a % nd))
+        return placed
 
 
 def _name(fun):

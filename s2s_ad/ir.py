@@ -51,6 +51,13 @@ class Tup:
                 yield item
 
 
+def map_leaves(tree, fn):
+    """``tree`` (an atom or a nested :class:`Tup`) with every leaf replaced by ``fn(leaf)``."""
+    if isinstance(tree, Tup):
+        return Tup(tuple(map_leaves(t, fn) for t in tree.items), tree.is_list)
+    return fn(tree)
+
+
 @dataclass(frozen=True)
 class Slice:
     """``lo:hi:step`` inside an index; bounds are atoms or None."""

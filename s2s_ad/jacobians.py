@@ -122,8 +122,7 @@ class Jacobian:
         if (example_args and self.mode == "rev" and t is not None and t.kind == "primal"
                 and t.target == "cpu"):
             basis, _ = _unit_basis([t(*example_args)])
-            pull = t.derived("vjp_rows", argnums=tuple(self._nums(example_args)), single=False)
-            text = source(pull, *example_args, basis[0])
+            text = source(_rows_pull(t, self._nums(example_args)), *example_args, basis[0])
             return (f"# {self.__qualname__}: every row in one call: one primal sweep, then "
                     f"one adjoint sweep per unit cotangent of the output (below)\n{text}")
         text = source(inner, *example_args)
@@ -325,8 +324,7 @@ class Jacobian:
         mapped over the rows is vectorized)."""
         if t.target != "cpu":
             return None
-        pull = t.derived("vjp_rows", argnums=tuple(nums), single=False)
-        entry, leaves, post = pull._prepare(tuple(args) + (rows,))
+        entry, leaves, post = _rows_pull(t, nums)._prepare(tuple(args) + (rows,))
         return post(entry(*leaves), batched=True)
 
     def over_batch(self, args, axes, size, method=None):
@@ -432,6 +430,11 @@ def _mapped(fun, axes, method=None):
     if key not in _MAPPED:
         _MAPPED[key] = vmap(fun, in_axes=axes, method=method)
     return _MAPPED[key]
+
+
+def _rows_pull(t, nums):
+    """The VJP of ``t`` over stacked cotangent rows (``kind="vjp_rows"``)."""
+    return t.derived("vjp_rows", argnums=tuple(nums), single=False)
 
 
 def _unit_basis(values):

@@ -26,7 +26,21 @@ reads a materialised ``np.array((v_0, v_1, ...))``, so the rewrite is always
 exact.  Arrays that are ever written into (through any alias) are left
 alone.
 """
-from .ir import Call, Const, For, Function, If, Prim, Return, Slice, Tup, Var, While, walk
+from .ir import (
+    Call,
+    Const,
+    For,
+    Function,
+    If,
+    Prim,
+    Return,
+    Slice,
+    Tup,
+    Var,
+    While,
+    map_leaves,
+    walk,
+)
 from .ranks import infer, rank_of
 from .reverse import VIEWS
 from .rules import RULES
@@ -264,7 +278,7 @@ class _Rewrite:
     # -- the function ----------------------------------------------------------
     def function(self):
         fn, out = self.fn, []
-        params, trees = [], list(fn.param_trees)
+        params, split = [], {}
         for p in fn.params:
             n = self.an.len.get(p)
             if n is None:
@@ -277,7 +291,8 @@ class _Rewrite:
             else:
                 elems = self.element_names(p)
                 params.extend(e.name for e in elems)
-                trees = [_replace(t, p, Tup(elems)) for t in trees]
+                split[p] = Tup(elems)
+        trees = [map_leaves(t, lambda x: split.get(x.name, x)) for t in fn.param_trees]
         body = _fill(out + self.block(fn.body))
         read = set()
         if self.entry:
@@ -505,12 +520,6 @@ def _whole(params):
     axis, keep = params.get("axis"), params.get("keepdims")
     return (isinstance(axis, Const) and axis.value in (None, 0, -1)
             and isinstance(keep, Const) and keep.value is False)
-
-
-def _replace(tree, name, new):
-    if isinstance(tree, Tup):
-        return Tup(tuple(_replace(x, name, new) for x in tree.items), tree.is_list)
-    return new if isinstance(tree, Var) and tree.name == name else tree
 
 
 def _drop_unread(body, n_reads):

@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 
+import numpy as np
 import pytest
 
 
@@ -65,3 +66,12 @@ def is_float_tree(x):
     from s2s_ad import pytree
     leaves = pytree.flatten(x)[0]
     return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
+
+
+def as_float32(x):
+    """``x`` (a pytree of arguments) with every float leaf in float32."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(as_float32(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float32)
+    return np.float32(x) if isinstance(x, float) else x

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import is_float_tree, known_params, load_program
+from conftest import as_float32, is_float_tree, known_params, load_program
 
 import s2s_ad as ad
 from s2s_ad import pytree as ad_pytree
@@ -92,19 +92,11 @@ def _leaves(x):
 FLOAT32 = ["cumsum_sq", "recurrence", "row_loop", "while_continue", "piecewise"]
 
 
-def _float32(x):
-    if isinstance(x, (tuple, list)):
-        return type(x)(_float32(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float32)
-    return np.float32(x) if isinstance(x, float) else x
-
-
 @pytest.mark.parametrize("name, backend", _params("float32", FLOAT32, TARGETS))
 def test_grad_float32(name, backend):
     """float32 arguments through loops: float32 gradients (checked by check_grad)."""
     fn, make, argnums = CASES[name]
-    check_grad(fn, _float32(make()), argnums, target=TARGETS[backend])
+    check_grad(fn, as_float32(make()), argnums, target=TARGETS[backend])
 
 
 # -- the primal under ad.jit ------------------------------------------------------

@@ -31,7 +31,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import is_float_tree, known_params, load_program
+from conftest import as_float32, is_float_tree, known_params, load_program
 
 import s2s_ad as ad
 from s2s_ad import pytree, rules
@@ -207,14 +207,6 @@ def test_jvp_is_linear_in_the_tangent(name):
         assert np.all(np.asarray(z) == 0.0)
 
 
-def _float32(x):
-    if isinstance(x, (tuple, list)):
-        return type(x)(_float32(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float32)
-    return np.float32(x) if isinstance(x, float) else x
-
-
 FLOAT32 = ["cumsum_sq", "recurrence", "row_loop", "while_continue", "piecewise",
            "recurrence_array", "scan_pair", "row_normalise"]
 
@@ -225,7 +217,7 @@ def test_jvp_float32(name, backend):
     gives the plain function's output leaf (float32 where the program stays in
     float32; float64 where it fills an ``np.zeros`` buffer)."""
     fn, make = PROGRAMS[name]
-    args = _float32(make())
+    args = as_float32(make())
     check_jvp(fn, args, target=TARGETS[backend])
 
 
