@@ -51,18 +51,27 @@ def write_module(source, consts, stem):
     return path
 
 
+def import_file(path, modname, consts=()):
+    """Run the module file ``path`` as ``modname`` with ``consts`` bound first.
+
+    The module is in ``sys.modules`` under that name while it runs and
+    after, so Numba's disk cache can import it again by name.
+    """
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(consts)
+    sys.modules[modname] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load(source, consts, functions, stem, target="python", options=None):
     """Import the generated module and return it, compiled for ``target``."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     options = dict(options or {})
     path = write_module(source, consts, stem)
-    modname = f"s2s_ad_generated.{path.stem}.{target}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
-    module.__dict__.update(consts)
-    spec.loader.exec_module(module)
-    sys.modules[modname] = module
+    module = import_file(path, f"s2s_ad_generated.{path.stem}.{target}", consts)
     if target == "cpu":
         import numba
         njit_options = {"cache": options.get("cache", True),

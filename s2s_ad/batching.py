@@ -8,7 +8,6 @@ for the whole batch -- so a batched gradient costs what a hand-written
 parallel loop costs.  Otherwise the loop runs in Python over whatever the
 function is (any transform, nested ``vmap`` included).
 """
-import importlib.util
 import numbers
 import os
 import sys
@@ -553,11 +552,6 @@ class _LoopBuilder:
                   + self.source)
         path = backends.write_module(module, {}, "vmap_loop")
         name = f"s2s_ad_generated.{path.stem}"
-        loaded = sys.modules.get(name)
-        if loaded is None:
-            spec = importlib.util.spec_from_file_location(name, path)
-            loaded = importlib.util.module_from_spec(spec)
-            sys.modules[name] = loaded       # Numba's cache re-imports it by name
-            spec.loader.exec_module(loaded)
+        loaded = sys.modules.get(name) or backends.import_file(path, name)
         self.function = loaded.vmap_loop
         return self

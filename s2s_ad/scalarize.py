@@ -343,13 +343,12 @@ class _Rewrite:
         return [e for h in carried for e in self._names_of(h)]
 
     def returned(self, tree, out, loc):
-        if isinstance(tree, Tup):
-            return Tup(tuple(self.returned(x, out, loc) for x in tree.items), tree.is_list)
-        if not self.is_vector(tree):
-            return tree
-        if self.entry:
-            return self.materialise(tree, out, loc)
-        return Tup(tuple(self.env[tree.name]))
+        """The entry returns its vectors as arrays; a specialised helper, as elements."""
+        def leaf(x):
+            if not self.is_vector(x):
+                return x
+            return self.materialise(x, out, loc) if self.entry else Tup(tuple(self.env[x.name]))
+        return map_leaves(tree, leaf)
 
     # -- statements --------------------------------------------------------------
     def prim(self, s, out):
