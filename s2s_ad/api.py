@@ -20,9 +20,10 @@ class Transformed:
     """``fun`` under one transform, built lazily per argument structure."""
 
     def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
-                 single=False, layers=(), units=()):
+                 single=False, layers=(), units=(), width=1):
         self.fun = fun
         self.layers = tuple(layers)
+        self.width = width            # tangents of the last layer per call (vector mode)
         self.units = tuple(units)     # arguments whose unit tangent each call appends
         self.kind = kind
         self.argnums = argnums
@@ -32,7 +33,7 @@ class Transformed:
         self.options = dict(options or {})
         self._built = {}
         self._last = None
-        self._nargs = _layered_arg_count(fun, self.layers)
+        self._nargs = _layered_arg_count(fun, self.layers, width)
         if kind in _COTANGENT_KINDS and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
@@ -48,13 +49,13 @@ class Transformed:
         options = {k: v for k, v in options.items() if k != "parallel_request"}
         return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
                            target=target, options=options, single=self.single,
-                           layers=self.layers, units=self.units)
+                           layers=self.layers, units=self.units, width=self.width)
 
     def derived(self, kind=None, **changes):
         """This transform with other settings (same function, target and options)."""
         settings = dict(argnums=self.argnums, has_aux=self.has_aux, target=self.target,
                         options=self.options, single=self.single, layers=self.layers,
-                        units=self.units)
+                        units=self.units, width=self.width)
         settings.update(changes)
         kind = kind or self.kind
         key = (self.fun, kind, tuple(sorted((k, _hashable(v)) for k, v in settings.items())))
@@ -69,7 +70,7 @@ class Transformed:
         if st is None:
             req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
                                    self.argnums, self.has_aux, self.target, self.options, ranks,
-                                   self.layers, lengths)
+                                   self.layers, lengths, self.width)
             st = self._built[trees, ranks, lengths] = pipeline.build(req)
             st.function = getattr(st.compiled, st.entry)
         self._last = st
@@ -124,7 +125,7 @@ class Transformed:
             return
         f, single, aux, kind = st.function, self.single, self.has_aux, self.kind
         if kind == "primal":
-            if _output_lists(st.out_tree, self.layers) is None:
+            if _output_lists(st.out_tree, self.layers, self.width) is None:
                 self._fast[key] = lambda args: f(*args)
             return
 
@@ -145,7 +146,7 @@ class Transformed:
             if self.target != "python" and any(
                     getattr(x, "dtype", None) == np.float32 for x in leaves):
                 result = self._numpy_dtypes(args, leaves, result)
-            lists = _output_lists(self._last.out_tree, self.layers)
+            lists = _output_lists(self._last.out_tree, self.layers, self.width)
             return result if lists is None else _with_lists(result, lists)
         entry, leaves, post = self._prepare(args)
         return post(entry(*leaves))
@@ -201,9 +202,9 @@ class Transformed:
             reference = self.fun(*args[:n]) if n is not None else None
             dtypes = [np.result_type(x) if isinstance(x, (float, np.floating, np.ndarray))
                       else None for x in pytree.flatten(reference)[0]]
-            for argnums, output in self.layers:
+            for depth, (argnums, output) in enumerate(self.layers, 1):
                 if argnums != "vmap" and output in ("pair", "flat"):
-                    dtypes = dtypes + dtypes
+                    dtypes = dtypes + dtypes * (self.width if depth == len(self.layers) else 1)
             self._dtypes[key] = dtypes
         out, tree = pytree.flatten(result)
         if len(out) != len(dtypes):
@@ -278,7 +279,7 @@ def _small_lengths(leaves):
     return out if any(n is not None for n in out) else ()
 
 
-def _output_lists(out_tree, layers):
+def _output_lists(out_tree, layers, width=1):
     """The result's structure with list displays marked, or None without lists."""
     from .ir import Tup
 
@@ -287,9 +288,12 @@ def _output_lists(out_tree, layers):
     if not has_list(out_tree):
         return None
     tree = out_tree
-    for argnums, output in layers:
+    for depth, (argnums, output) in enumerate(layers, 1):
         if argnums != "vmap" and output == "pair":
-            tree = Tup((tree, tree))
+            if depth == len(layers) and width > 1:
+                tree = Tup((tree, Tup((tree,) * width)))
+            else:
+                tree = Tup((tree, tree))
     return tree
 
 
@@ -380,14 +384,15 @@ def _normalize_argnums(fun, argnums):
     return tuple(out), single
 
 
-def _layered_arg_count(fun, layers):
-    """Arguments of ``fun`` after forward-mode layers (each adds one per tangent)."""
+def _layered_arg_count(fun, layers, width=1):
+    """Arguments of ``fun`` after forward-mode layers (each adds one per tangent;
+    the last adds ``width`` per differentiated argument)."""
     n = _arg_count(fun)
     if n is None:
         return None
-    for argnums, _ in layers:
+    for depth, (argnums, _) in enumerate(layers, 1):
         if argnums != "vmap":          # a batching layer adds no arguments
-            n += len(argnums)
+            n += len(argnums) * (width if depth == len(layers) else 1)
     return n
 
 

@@ -49,24 +49,33 @@ def _rule_named(dotted):
     return rules.RULES.get(dotted) or _BY_EMIT[dotted]
 
 
-def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None):
+def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None, width=1):
     """The JVP of ``fn`` with tangents for the parameter leaves ``wrt``.
 
     ``output`` is ``"pair"`` (return ``(out, tangent_out)``), ``"tangent"``
     (return ``tangent_out`` alone) or ``"flat"`` (the leaves of both in one
     tuple, for a called helper).
+
+    With ``width`` K > 1 the JVP carries K tangents at once (vector mode):
+    it takes K tangents per leaf of ``wrt`` (all of the first direction,
+    then all of the second, ...), computes the primal and every partial
+    once, and returns K tangent outputs (a tuple of K trees; for ``"flat"``
+    the leaves of each direction in turn).  Each tangent is its own local,
+    so scalar code stays scalar code.
     """
     cache = program.__dict__.setdefault("_jvps", {}) if cache is None else cache
     ranks_key = tuple(param_ranks) if param_ranks is not None else None
-    key = ("jvp", fn.key, tuple(wrt), ranks_key, output)
+    key = ("jvp", fn.key, tuple(wrt), ranks_key, output, width)
     if key not in cache:
-        cache[key] = Forward(program, fn, wrt, param_ranks, cache).build(output, key)
+        cache[key] = Forward(program, fn, wrt, param_ranks, cache, width).build(output, key)
     return cache[key]
 
 
 class Forward:
-    def __init__(self, program, fn, wrt, param_ranks, cache):
+    def __init__(self, program, fn, wrt, param_ranks, cache, width=1):
         self.program, self.fn, self.cache = program, fn, cache
+        self.width = width
+        self.q = 0                # the direction whose tangents d() names
         self.names = fn.names
         self.wrt = [p for p in fn.params if p in set(wrt)]
         seeds = [v.name for v in _leaves(fn.out_tree) if isinstance(v, Var)]
@@ -76,15 +85,28 @@ class Forward:
         self.classes = ranks.shape_classes(
             fn, [ranks.SCALAR if self.ranks.get(p) == 0 else ("param", p) for p in fn.params],
             self.ranks)
-        self.tangent = {}
+        self.tangent = {}         # (name, direction) -> tangent name
+        self.tangent_names = set()
         self.mutating = any(isinstance(s, Prim) and s.rule.mutates for s in walk(fn.body))
 
     # -- names --------------------------------------------------------------
     def d(self, name):
-        """The tangent name of an active name (allocated on first use)."""
-        if name not in self.tangent:
-            self.tangent[name] = self.names.fresh("d" + name.lstrip("_"))
-        return self.tangent[name]
+        """The tangent name of an active name in direction ``self.q`` (allocated on
+        first use)."""
+        key = (name, self.q)
+        if key not in self.tangent:
+            base = "d" + name.lstrip("_")
+            t = self.names.fresh(base if self.width == 1 else f"{base}_{self.q}")
+            self.tangent[key] = t
+            self.tangent_names.add(t)
+        return self.tangent[key]
+
+    def directions(self):
+        """Each direction in turn, with ``self.q`` set to it."""
+        for q in range(self.width):
+            self.q = q
+            yield q
+        self.q = 0
 
     def active(self, atom):
         return isinstance(atom, Var) and atom.name in self.act
@@ -92,13 +114,14 @@ class Forward:
     # -- the function -------------------------------------------------------
     def build(self, output, key):
         fn = self.fn
-        tangents = [self.d(p) for p in self.wrt]
+        tangents = [self.d(p) for _ in self.directions() for p in self.wrt]
         body = []
         # An active parameter without a tangent (an array written in place
         # with differentiated values) starts from zero.
         for p in fn.params:
             if p in self.act and p not in self.wrt:
-                body.append(Prim([self.d(p)], ZEROS_LIKE, [Var(p)], {}, None))
+                for _ in self.directions():
+                    body.append(Prim([self.d(p)], ZEROS_LIKE, [Var(p)], {}, None))
         ret = None
         for s in fn.body:
             if isinstance(s, Return):
@@ -106,7 +129,8 @@ class Forward:
             else:
                 self.stmt(s, body)
         value = ret.value
-        tangent = self.tangent_tree(value, body, ret.loc)
+        per_direction = [self.tangent_tree(value, body, ret.loc) for _ in self.directions()]
+        tangent = per_direction[0] if self.width == 1 else Tup(tuple(per_direction))
         if output == "pair":
             result = Tup((value, tangent))
         elif output == "flat":        # a helper's: one leaf per call target
@@ -116,12 +140,13 @@ class Forward:
         body.append(Return(result, ret.loc))
         name = self.program.module_names.fresh("jvp_" + fn.name)
         trees = list(fn.param_trees)
-        for t in fn.param_trees:
-            leaves = [v.name for v in _leaves(t) if v.name in self.wrt]
-            if len(leaves) == len(_leaves(t)):
-                trees.append(_mirror(t, self.d))
-            else:
-                trees += [Var(self.d(v)) for v in leaves]
+        for _ in self.directions():
+            for t in fn.param_trees:
+                leaves = [v.name for v in _leaves(t) if v.name in self.wrt]
+                if len(leaves) == len(_leaves(t)):
+                    trees.append(_mirror(t, self.d))
+                else:
+                    trees += [Var(self.d(v)) for v in leaves]
         return Function(name, list(fn.params) + tangents, trees, body, fn.consts, fn.source,
                         names=self.names, key=key)
 
@@ -139,7 +164,8 @@ class Forward:
         if isinstance(s, Prim):
             body.append(replace(s))
             if s.rule.mutates:
-                self.setitem(s, body)
+                for _ in self.directions():
+                    self.setitem(s, body)
             elif len(s.targets) == 1 and s.targets[0] in self.act:
                 self.prim(s, body)
         elif isinstance(s, Call):
@@ -147,7 +173,8 @@ class Forward:
         elif isinstance(s, If):
             new = replace(s, body=self.block(s.body), orelse=self.block(s.orelse),
                           joins=dict(s.joins))
-            new.joins.update((self.d(n), j) for n, j in s.joins.items() if n in self.act)
+            for _ in self.directions():
+                new.joins.update((self.d(n), j) for n, j in s.joins.items() if n in self.act)
             body.append(new)
         elif isinstance(s, For):
             body.append(replace(s, body=self.block(s.body), carried=self.carried(s.carried)))
@@ -164,7 +191,8 @@ class Forward:
         return out
 
     def carried(self, names):
-        return list(names) + [self.d(n) for n in names if n in self.act]
+        return list(names) + [self.d(n) for _ in self.directions() for n in names
+                              if n in self.act]
 
     def setitem(self, s, body):
         x, value = s.args
@@ -175,33 +203,45 @@ class Forward:
 
     def prim(self, s, body):
         target = s.targets[0]
-        dt = self.d(target)
         rule = s.rule
         active = [(a, p) for a, p in zip(s.args, rule.operands)
                   if p in rule.diff_operands and (self.active(a) or (
                       isinstance(a, Tup) and any(self.active(x) for x in a.leaves())))]
         if not active:
-            body.append(Prim([dt], ZEROS_LIKE, [Var(target)], {}, s.loc))
+            for _ in self.directions():
+                body.append(Prim([self.d(target)], ZEROS_LIKE, [Var(target)], {}, s.loc))
             return
+        start = len(body)
         if rule.elementwise:
-            value = self.elementwise(s, active, body)
+            values = self.elementwise(s, active, body)
         elif rule.name in _TEMPLATES:
-            env = self.env(s)
-            env["da"] = Var(self.d(s.args[0].name))
-            value = self.template(_TEMPLATES[rule.name], env, body, s.loc)
+            values = []
+            for _ in self.directions():
+                env = self.env(s)
+                env["da"] = Var(self.d(s.args[0].name))
+                values.append(self.template(_TEMPLATES[rule.name], env, body, s.loc))
         else:
-            value = self.multilinear(s, active, body)
-        if isinstance(value, Var) and value.name in self.tangent.values() and self.mutating \
+            values = [self.multilinear(s, active, body) for _ in self.directions()]
+        for q in self.directions():
+            self.bind(s, values[q], body, start)
+
+    def bind(self, s, value, body, start):
+        """Name ``value`` as the tangent of the statement's target (direction ``self.q``).
+
+        ``body[start:]`` holds the tangent statements emitted for ``s``.
+        """
+        target, dt = s.targets[0], self.d(s.targets[0])
+        if isinstance(value, Var) and value.name in self.tangent_names and self.mutating \
                 and self.ranks.get(target) != 0:
             # A fresh array in the primal gets a fresh tangent: an alias
             # would be changed by a later element write to either.
             value = self.emit(body, rules.RULES["np.positive"], [value], {}, s.loc)
-        last = body[-1]
-        if isinstance(value, Var) and isinstance(last, Prim) and last.targets == [value.name] \
-                and value.name not in self.tangent.values():
-            last.targets = [dt]          # the last temporary is the tangent itself
-        else:
-            body.append(Prim([dt], rules.RULES["copy"], [value], {}, s.loc))
+        if isinstance(value, Var) and value.name not in self.tangent_names:
+            for t in body[start:]:
+                if isinstance(t, Prim) and t.targets == [value.name]:
+                    t.targets = [dt]      # the temporary is the tangent itself
+                    return
+        body.append(Prim([dt], rules.RULES["copy"], [value], {}, s.loc))
 
     def env(self, s):
         env = {p: a for p, a in zip(s.rule.operands, s.args)}
@@ -210,26 +250,35 @@ class Forward:
         return env
 
     def elementwise(self, s, active, body):
+        """The tangent of an elementwise statement in each direction (partials once)."""
         rule, target = s.rule, s.targets[0]
         env = self.env(s)
-        terms, full = [], self.ranks.get(target) == 0
+        full = self.ranks.get(target) == 0
         out_class = self.classes.get(target)
+        partials = []
         for arg, p in active:
             partial = self.template(rule.partials[p], env, body, s.loc)
-            da = Var(self.d(arg.name))
-            if partial == Const(1.0):
-                term = da
-            elif partial == Const(-1.0):
-                term = self.emit(body, rules.RULES["np.negative"], [da], {}, s.loc)
-            else:
-                term = self.emit(body, rules.RULES["np.multiply"], [partial, da], {}, s.loc)
+            if partial not in (Const(1.0), Const(-1.0)):
                 full = full or self._full(partial, out_class)
             full = full or self._full(arg, out_class)
-            terms.append(term)
-        value = self.total(terms, body, s.loc)
-        if not full:
-            value = self.emit(body, BROADCAST_LIKE, [value, Var(target)], {}, s.loc)
-        return value
+            partials.append((arg, partial))
+        values = []
+        for _ in self.directions():
+            terms = []
+            for arg, partial in partials:
+                da = Var(self.d(arg.name))
+                if partial == Const(1.0):
+                    term = da
+                elif partial == Const(-1.0):
+                    term = self.emit(body, rules.RULES["np.negative"], [da], {}, s.loc)
+                else:
+                    term = self.emit(body, rules.RULES["np.multiply"], [partial, da], {}, s.loc)
+                terms.append(term)
+            value = self.total(terms, body, s.loc)
+            if not full:
+                value = self.emit(body, BROADCAST_LIKE, [value, Var(target)], {}, s.loc)
+            values.append(value)
+        return values
 
     def _full(self, atom, out_class):
         """Whether ``atom`` is known to have the statement's output shape."""
@@ -264,19 +313,28 @@ class Forward:
         ins = [p for p, a in zip(s.callee.params, s.args) if self.active(a)]
         outs = [t for t in s.targets if t in self.act]
         if not ins or not outs:
-            for t in outs:
-                body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
+            for _ in self.directions():
+                for t in outs:
+                    body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
             return
         body.pop()
         if custom.has_jvp_rule(s.callee):
-            tangents = [self.tangent_of(a, body, s.loc) for a in s.args]
-            douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
-            body.append(custom.jvp_call(self.program, s, tangents, douts))
+            # The user's rule computes one direction (and the primal) per call.
+            for q in self.directions():
+                tangents = [self.tangent_of(a, body, s.loc) for a in s.args]
+                douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
+                call = custom.jvp_call(self.program, s, tangents, douts)
+                if q:
+                    call.targets[:len(s.targets)] = [self.names.temp() for _ in s.targets]
+                body.append(call)
             return
         arg_ranks = [ranks.rank_of(a, self.ranks) for a in s.args]
-        callee = jvp_function(self.program, s.callee, ins, arg_ranks, "flat", self.cache)
-        tangents = [Var(self.d(a.name)) for a in s.args if self.active(a)]
-        douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
+        callee = jvp_function(self.program, s.callee, ins, arg_ranks, "flat", self.cache,
+                              self.width)
+        tangents = [Var(self.d(a.name)) for _ in self.directions() for a in s.args
+                    if self.active(a)]
+        douts = [self.d(t) if t in self.act else self.names.temp() for _ in self.directions()
+                 for t in s.targets]
         body.append(Call(list(s.targets) + douts, callee, list(s.args) + tangents, s.loc))
 
     # -- templates --------------------------------------------------------------

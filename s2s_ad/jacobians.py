@@ -105,6 +105,8 @@ class Jacobian:
         if not isinstance(fun, Jacobian):
             _as_transformed(fun)           # fences the source now, at the user's line
         self.__wrapped__ = fun
+        self._layered = None          # the last vector-mode JVP (see _vector_columns)
+        self._plans = {}              # argument leaf shapes -> its vector-mode calls
         self.__name__ = f"jac{mode}_{getattr(fun, '__name__', 'f')}"
         self.__qualname__ = self.__name__
 
@@ -125,6 +127,17 @@ class Jacobian:
             text = source(_rows_pull(t, self._nums(example_args)), *example_args, basis[0])
             return (f"# {self.__qualname__}: every row in one call: one primal sweep, then "
                     f"one adjoint sweep per unit cotangent of the output (below)\n{text}")
+        if self.mode == "fwd" and t is not None and t.kind == "primal" and t.target == "cpu":
+            if example_args:
+                layered, tangents = self._vector_call(t, example_args, self._nums(example_args))
+                text = source(layered, *_with_units(t, example_args), *tangents[0])
+            else:
+                layered = self._layered
+                text = source(layered) if layered is not None else source(inner)
+            if layered is not None:
+                return (f"# {self.__qualname__}: every column in vector mode: one JVP carries "
+                        f"{layered.width} unit tangents at once, so the primal runs once per "
+                        f"{layered.width} columns (below)\n{text}")
         text = source(inner, *example_args)
         return f"# {self.__qualname__}: {how}\n{text}"
 
@@ -274,6 +287,8 @@ class Jacobian:
         if self.mode == "rev" and t.kind == "primal":
             return self._rows(t, args, nums)
         if t.kind == "primal":
+            if t.target == "cpu":
+                return self._vector_columns(t, args, nums, order)
             layered = t.derived("primal", layers=t.layers + ((order, "pair"),))
             return self._columns(layered, _with_units(t, args), nums, order, lambda r: r[1])
         if t.has_aux:
@@ -288,13 +303,68 @@ class Jacobian:
         if blocks and sum(size for b in blocks for _, size in b) == 0:
             return self._empty(args, nums)
         result = tangent_of(_mapped(layered, axes)(*args, *basis))
+        return self._assemble(result, args, nums, order, blocks)
+
+    def _vector_columns(self, t, args, nums, order):
+        """Compiled code: the columns in vector mode, up to :data:`WIDTH` per call.
+
+        One generated JVP carries K tangents at once (``forward.jvp_function``
+        with ``width=K``): the primal and every partial are computed once per
+        call, not once per column.
+        """
+        key = tuple(_leaf_key(leaf) for i in order for leaf in pytree.flatten(args[i])[0])
+        plan = self._plans.get(key)
+        if plan is None:
+            basis, blocks = _unit_basis([args[i] for i in order])
+            total = sum(size for b in blocks for _, size in b)
+            if total == 0:
+                return self._empty(args, nums)
+            plan = self._plans[key] = (blocks, total) + self._vector_call(
+                t, args, nums, (basis, total))
+        blocks, total, layered, calls = plan
+        head = _with_units(t, args)
+        columns = []
+        for tangents in calls:
+            _, douts = layered(*head, *tangents)
+            columns += [douts] if layered.width == 1 else list(douts)
+        stacked = [np.stack(leaves, axis=-1) for leaves in zip(
+            *(pytree.flatten(d)[0] for d in columns[:total]))]
+        result = pytree.unflatten(stacked, pytree.flatten(columns[0])[1])
+        return self._assemble(result, args, nums, order, blocks, axis=-1)
+
+    def _vector_call(self, t, args, nums, basis=None):
+        """The vector-mode JVP for ``args`` and the tangents of each of its calls.
+
+        N columns take ceil(N / WIDTH) calls of K = ceil(N / calls) tangents
+        each; a last call with fewer columns left pads with zero tangents.
+        """
+        order = tuple(sorted(nums))
+        if basis is None:
+            stack, blocks = _unit_basis([args[i] for i in order])
+            basis = (stack, max(1, sum(size for b in blocks for _, size in b)))
+        stack, total = basis
+        count = -(-total // WIDTH)
+        width = -(-total // count)
+        layered = t.derived("primal", layers=t.layers + ((order, "pair"),), width=width)
+        self._layered = layered
+        calls = [[_direction(b, args[i], k) for k in range(c * width, (c + 1) * width)
+                  for b, i in zip(stack, order)] for c in range(count)]
+        return layered, calls
+
+    def _assemble(self, result, args, nums, order, blocks, axis=0):
+        """The Jacobian from ``result``: the output's tangents stacked on ``axis``
+        (0 or -1), one per unit tangent of ``_unit_basis``."""
         out_leaves, out_tree = pytree.flatten(result)
         where = dict(zip(order, blocks))
 
         def block(o, ol, i, j, il):
             start, size = where[i][j]
-            cols = np.moveaxis(np.asarray(ol)[start:start + size], 0, -1)
-            return cols.reshape(np.shape(ol)[1:] + np.shape(il))
+            ol = np.asarray(ol)
+            if axis == 0:
+                cols, shape = np.moveaxis(ol[start:start + size], 0, -1), ol.shape[1:]
+            else:
+                cols, shape = ol[..., start:start + size], ol.shape[:-1]
+            return cols.reshape(shape + np.shape(il))
         return self._structure(out_leaves, out_tree, args, nums, block)
 
     def _rows(self, t, args, nums):
@@ -430,6 +500,26 @@ def _mapped(fun, axes, method=None):
     if key not in _MAPPED:
         _MAPPED[key] = vmap(fun, in_axes=axes, method=method)
     return _MAPPED[key]
+
+
+#: The most tangents one vector-mode JVP carries (see Jacobian._vector_columns);
+#: each is a local per active name, so this bounds the generated code's size.
+WIDTH = 16
+
+
+def _leaf_key(leaf):
+    return (type(leaf), np.shape(leaf), getattr(leaf, "dtype", None))
+
+
+def _direction(basis, arg, k):
+    """Unit tangent ``k`` of ``_unit_basis`` (zeros past the last) for ``arg``."""
+    leaves, tree = pytree.flatten(basis)
+    own = pytree.flatten(arg)[0]
+    out = []
+    for e, a in zip(leaves, own):
+        row = e[k] if k < e.shape[0] else np.zeros_like(e[0])
+        out.append(row if isinstance(a, np.ndarray) else type(a)(row))
+    return pytree.unflatten(out, tree)
 
 
 def _rows_pull(t, nums):
