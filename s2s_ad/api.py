@@ -33,7 +33,7 @@ class Transformed:
         self.options = dict(options or {})
         self._built = {}
         self._last = None
-        self._nargs = _layered_arg_count(fun, self.layers, width)
+        self._nargs = _layered_arg_count(fun, self.layers, width if kind == "primal" else 1)
         if kind in _COTANGENT_KINDS and self._nargs is not None:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)

@@ -96,9 +96,11 @@ class Forward:
         key = (name, self.q)
         if key not in self.tangent:
             base = "d" + name.lstrip("_")
-            t = self.names.fresh(base if self.width == 1 else f"{base}_{self.q}")
-            self.tangent[key] = t
-            self.tangent_names.add(t)
+            family = [self.names.fresh(base)] if self.width == 1 else \
+                self.names.family(base, self.width)
+            for q, t in enumerate(family):
+                self.tangent[name, q] = t
+            self.tangent_names |= set(family)
         return self.tangent[key]
 
     def directions(self):

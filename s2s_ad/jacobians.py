@@ -123,10 +123,14 @@ class Jacobian:
         t = _as_transformed(self.fun) if not isinstance(self.fun, Jacobian) else None
         if (example_args and self.mode == "rev" and t is not None and t.kind == "primal"
                 and t.target == "cpu"):
-            basis, _ = _unit_basis([t(*example_args)])
-            text = source(_rows_pull(t, self._nums(example_args)), *example_args, basis[0])
+            pull, rows, _, _ = self._rows_plan(t, example_args, self._nums(example_args),
+                                               t(*example_args))
+            text = source(pull, *example_args, rows)
+            width = pull._last.module.rows_width
+            how = ("one adjoint sweep per unit cotangent of the output" if width == 1
+                   else f"adjoint sweeps that carry {width} unit cotangents of the output each")
             return (f"# {self.__qualname__}: every row in one call: one primal sweep, then "
-                    f"one adjoint sweep per unit cotangent of the output (below)\n{text}")
+                    f"{how} (below)\n{text}")
         if self.mode == "fwd" and t is not None and t.kind == "primal" and t.target == "cpu":
             if example_args:
                 layered, tangents = self._vector_call(t, example_args, self._nums(example_args))
@@ -369,15 +373,18 @@ class Jacobian:
 
     def _rows(self, t, args, nums):
         """Map the VJP over unit cotangents of the output; assemble the Jacobian."""
-        out = t(*args)
-        out_leaves, out_tree = pytree.flatten(out)
-        basis, blocks = _unit_basis([out])
-        if sum(size for _, size in blocks[0]) == 0:
-            return self._empty(args, nums)
-        grads = self._compiled_rows(t, args, nums, basis[0])
-        if grads is None:
+        if t.target == "cpu":
+            out, grads, blocks = self._compiled_rows(t, args, nums)
+        else:
+            out = t(*args)
+            basis, blocks = _unit_basis([out])
+            if sum(size for _, size in blocks[0]) == 0:
+                return self._empty(args, nums)
             pull = t.derived("vjp", argnums=tuple(nums), single=False)
             grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
+        if sum(size for _, size in blocks[0]) == 0:
+            return self._empty(args, nums)
+        out_leaves, out_tree = pytree.flatten(out)
         by_arg = {i: pytree.flatten(g)[0] for i, g in zip(nums, grads)}
         rows = dict(enumerate(blocks[0]))
 
@@ -387,15 +394,39 @@ class Jacobian:
                 np.shape(ol) + np.shape(il))
         return self._structure(out_leaves, out_tree, args, nums, block)
 
-    @staticmethod
-    def _compiled_rows(t, args, nums, rows):
-        """Compiled code: every row in one call, one primal sweep and one
-        adjoint sweep per row (None on the NumPy backend, where the VJP
-        mapped over the rows is vectorized)."""
-        if t.target != "cpu":
-            return None
-        entry, leaves, post = _rows_pull(t, nums)._prepare(tuple(args) + (rows,))
-        return post(entry(*leaves), batched=True)
+    def _compiled_rows(self, t, args, nums):
+        """Compiled code: every row in one call (``kind="vjp_rows"``): one primal
+        sweep, then adjoint sweeps that carry up to :data:`WIDTH` rows each.
+
+        Returns the output, the stacked gradients (rows past the last output
+        element are padding) and the rows' blocks.  The unit cotangents and
+        the output's structure are kept per argument shapes; the output the
+        call returns is checked against them.
+        """
+        key = (tuple(nums),) + tuple(_leaf_key(leaf) for a in args
+                                     for leaf in pytree.flatten(a)[0])
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._rows_plan(t, args, nums, t(*args))
+        out, grads = _call_rows(plan, args)
+        if [np.shape(x) for x in pytree.flatten(out)[0]] != plan[3]:
+            plan = self._plans[key] = self._rows_plan(t, args, nums, out)
+            out, grads = _call_rows(plan, args)
+        return out, grads, plan[2]
+
+    def _rows_plan(self, t, args, nums, out):
+        """(rows function, unit cotangent rows padded to a multiple of its width,
+        blocks, output leaf shapes) for an output like ``out``."""
+        basis, blocks = _unit_basis([out])
+        total = max(1, sum(size for _, size in blocks[0]))
+        count = -(-total // WIDTH)
+        width = -(-total // count)
+        leaves, tree = pytree.flatten(basis[0])
+        padded = [np.concatenate([e, np.zeros((count * width - e.shape[0],) + e.shape[1:],
+                                              e.dtype)]) for e in leaves]
+        pull = _rows_pull(t, nums, width)
+        shapes = [np.shape(x) for x in pytree.flatten(out)[0]]
+        return pull, pytree.unflatten(padded, tree), blocks, shapes
 
     def over_batch(self, args, axes, size, method=None):
         """The Jacobian of every example of a batch (``vmap`` of this Jacobian).
@@ -522,9 +553,18 @@ def _direction(basis, arg, k):
     return pytree.unflatten(out, tree)
 
 
-def _rows_pull(t, nums):
-    """The VJP of ``t`` over stacked cotangent rows (``kind="vjp_rows"``)."""
-    return t.derived("vjp_rows", argnums=tuple(nums), single=False)
+def _call_rows(plan, args):
+    """(output, stacked gradients) from a rows plan (see Jacobian._rows_plan)."""
+    pull, rows = plan[:2]
+    entry, leaves, post = pull._prepare(tuple(args) + (rows,))
+    raw = entry(*leaves)
+    return raw[0], post(raw, batched=True)
+
+
+def _rows_pull(t, nums, width=1):
+    """The VJP of ``t`` over stacked cotangent rows (``kind="vjp_rows"``),
+    ``width`` rows per adjoint sweep."""
+    return t.derived("vjp_rows", argnums=tuple(nums), single=False, width=width)
 
 
 def _unit_basis(values):

@@ -41,6 +41,16 @@ class Names:
         self.taken.add(name)
         return name
 
+    def family(self, base, count):
+        """``count`` fresh names ``base_0, base_1, ...``, one per direction of a
+        vector-mode derivative (``base_r0, ...`` where those are taken)."""
+        for sep in ("_", "_r", "_q"):
+            names = [f"{base}{sep}{k}" for k in range(count)]
+            if not any(n in self.taken for n in names):
+                self.taken |= set(names)
+                return names
+        return [self.fresh(f"{base}_q{k}") for k in range(count)]
+
     def temp(self):
         while True:
             self._temps += 1

@@ -17,7 +17,7 @@ import ast
 import copy
 import textwrap
 
-from . import codegen, ranks
+from . import codegen, ranks, widen
 from .activity import analyse, diff_args
 from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
 from .custom import has_vjp_rule
@@ -76,7 +76,7 @@ class ReverseWriter:
         out.blank()
         return out.text()
 
-    def write_rows(self, fname, rows_params, seeds, value, wrt_trees):
+    def write_rows(self, fname, rows_params, seeds, value, wrt_trees, width=1):
         """One primal sweep, then one adjoint sweep per row of the cotangents.
 
         ``fname(params, rows_params)`` takes cotangents stacked on a leading
@@ -87,11 +87,24 @@ class ReverseWriter:
         The adjoint sweep pops stacks, rebinds loop variables and writes
         overwritten elements back into arrays, so each row starts from copies
         of the stacks and of the primal sweep's final values and arrays.
+
+        With ``width`` K > 1 one adjoint sweep carries K rows at once (see
+        :mod:`s2s_ad.widen`; the number of rows must then be a multiple of
+        K), unless the sweep cannot be shared, when it is one row per sweep.
         """
         seed_exprs = [(v, codegen.name(seed)) for v, _, seed in seeds]
         returns = lambda adj: ast.Return(ast.Tuple(                      # noqa: E731
             [codegen.atom(value), grads_expr(self.fn, wrt_trees, adj)], ast.Load()))
         fwd, back, ret = self._sweeps(seed_exprs, returns)
+        sweep, renames = back.lines, {}
+        if width > 1:
+            widened = widen.widen(back.lines, [seed for _, _, seed in seeds], width,
+                                  self.names, self.module.pure)
+            if widened is None:
+                width = 1
+            else:
+                sweep, renames = widened
+        per_row = [{n: names[q] for n, names in renames.items()} for q in range(width)]
         restored = sorted({s.args[0].name for s in walk(self.fn.body)
                            if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves})
         out = codegen.Writer()
@@ -114,11 +127,15 @@ class ReverseWriter:
         for n in restored:      # the adjoint sweep writes old values back into these
             out.node(assign(final[n], call("rt.snapshot", codegen.name(n))))
         row = self.names.fresh("row")
-        out.line(f"for {row} in range({count}):")
+        out.line(f"for {row} in range({count}):" if width == 1 else
+                 f"for {row} in range(0, {count}, {width}):")
         out.indent = 2
+        rows_at = [codegen.name(row)] + [ast.parse(f"{row} + {q}").body[0].value
+                                         for q in range(1, width)]
         for _, rows, seed in seeds:
-            out.node(assign(seed, call("rt.snapshot", ast.Subscript(
-                codegen.name(rows), codegen.name(row), ast.Load()))))
+            for q in range(width):
+                out.node(assign(per_row[q].get(seed, seed), call("rt.snapshot", ast.Subscript(
+                    codegen.name(rows), rows_at[q], ast.Load()))))
         for n in rebound:
             out.node(assign(n, codegen.name(final[n])))
         for n in stacks:
@@ -126,10 +143,14 @@ class ReverseWriter:
                                                       ast.Load()), [], [])))
         for n in restored:
             out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
-        out.lines.extend("    " + line if line.strip() else line for line in back.lines)
+        out.lines.extend("    " * (2 if width > 1 else 1) + line if line.strip() else line
+                         for line in sweep)
         for name, expr in zip(stacked, _flat([ret.value.elts[1]])):
-            out.node(ast.Expr(call("rt.set_row", codegen.name(name), codegen.name(row), expr)))
+            for q in range(width):
+                out.node(ast.Expr(call("rt.set_row", codegen.name(name), rows_at[q],
+                                       widen.renamed(expr, per_row[q]))))
         out.indent = 1
+        self.width = width
         grads = _rebuild_tuple(ret.value.elts[1], iter(stacked))
         out.node(ast.Return(ast.Tuple([captured, grads], ast.Load())))
         out.blank()
@@ -977,9 +998,12 @@ def _flat(exprs):
     return out
 
 
-def rows_source(module, fn, argnums, fname, param_ranks=None):
+def rows_source(module, fn, argnums, fname, param_ranks=None, width=1):
     """The VJP of the transformed function for stacked cotangent rows (see
-    :meth:`ReverseWriter.write_rows`): the rows of its Jacobian in one call."""
+    :meth:`ReverseWriter.write_rows`): the rows of its Jacobian in one call.
+
+    Returns the source and the rows each adjoint sweep carries (``width``,
+    or 1 where the sweep cannot be shared)."""
     leaves_ = list(_atom_leaves(fn.out_tree))
     wrt_trees = [fn.param_trees[i] for i in argnums]
     seeds = {a.name for a in leaves_ if isinstance(a, Var)}
@@ -987,7 +1011,8 @@ def rows_source(module, fn, argnums, fname, param_ranks=None):
     rows = [fn.names.fresh("b_outs") for _ in leaves_]
     seeds = [(a.name, r, fn.names.fresh("b_out")) for a, r in zip(leaves_, rows)
              if isinstance(a, Var)]
-    return writer.write_rows(fname, rows, seeds, fn.out_tree, wrt_trees)
+    text = writer.write_rows(fname, rows, seeds, fn.out_tree, wrt_trees, width)
+    return text, writer.width
 
 
 def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None,

@@ -272,7 +272,11 @@ def test_compiled_jacrev_source_shows_the_rows_function():
     fn, make = ARRAY_CASES["trajectory"]
     args = make()
     src = ad.source(ad.jacrev(ad.jit(fn)), *args)
-    assert "one adjoint sweep per unit cotangent" in src and "for row in range(m):" in src
+    # 12 output elements: one adjoint sweep carries all 12 rows (vector mode)
+    assert "adjoint sweeps that carry 12 unit cotangents of the output each" in src
+    assert "for row in range(0, m, 12):" in src and "b_out_11 = rt.snapshot(b_outs[row + 11])" in src
+    # the stacks are popped once per sweep, not once per row
+    assert src.count("y_stack.pop()") == 1
 
 
 # -- element writes save only what a read may still need ---------------------------------------

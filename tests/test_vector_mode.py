@@ -5,13 +5,15 @@ local.  Each Jacobian is checked against reverse mode on NumPy (``jacrev``
 without jit: an independent derivation) and, for the chunking cases,
 against central finite differences.
 """
+import ast
 import math
 
 import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad import jacobians
+from s2s_ad import jacobians, widen
+from s2s_ad.names import Names
 
 
 def ring(x):
@@ -153,3 +155,88 @@ def test_source_shows_one_primal_for_all_tangents():
     code = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith("#"))
     assert code.count("math.sin(") == 2 and code.count("math.cos(") == 2
     assert "return (y, (dy_0, dy_1, dy_2, dy_3, dy_4, dy_5))" in src
+
+
+# -- jacrev: adjoint sweeps that carry up to 16 rows (s2s_ad.widen) ----------------------------
+
+def kde(x, centers):
+    """In-place accumulation over a double loop (the jac_wide benchmark's shape)."""
+    dens = np.zeros(centers.shape[0])
+    for i in range(x.shape[0]):
+        for c in range(centers.shape[0]):
+            z = x[i] - centers[c]
+            dens[c] += math.exp(-0.5 * z * z)
+    return np.log(dens)
+
+
+REV = {}
+
+
+def jitted_rev(f):
+    if f.__name__ not in REV:
+        REV[f.__name__] = ad.jacrev(ad.jit(f))
+    return REV[f.__name__]
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+def test_rows_in_shared_sweeps_match_forward_mode_and_finite_differences(n):
+    x = np.random.default_rng(n + 100).normal(size=n)
+    got = jitted_rev(ring)(x)
+    np.testing.assert_allclose(got, ad.jacfwd(ring)(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, fd_jacobian(ring, x), rtol=1e-6, atol=1e-7)
+
+
+def test_accumulating_loops_share_one_sweep():
+    x = np.linspace(-1.0, 1.0, 30)
+    centers = np.array([-0.5, 0.0, 0.25, 0.8])
+    got = jitted_rev(kde)(x, centers)
+    np.testing.assert_allclose(got, fd_jacobian(lambda v: kde(v, centers), x), rtol=1e-6,
+                               atol=1e-8)
+    src = ad.source(jitted_rev(kde), x, centers)
+    assert "4 rows per adjoint sweep" in src and "for row in range(0, m, 4):" in src
+    code = [line.strip() for line in src.split("for row in range")[1].splitlines()]
+    pops = [line.split(".pop()")[0].split("= ")[-1] for line in code if line.endswith(".pop()")]
+    assert pops and len(pops) == len(set(pops))          # each stack popped once per sweep
+    assert sum(line.startswith("bx_") and "+=" in line for line in code) == 4
+
+
+def _widen(text, seeds=("b_out",), width=2, pure=lambda name: False):
+    names = Names({n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)})
+    return widen.widen(text.splitlines(), list(seeds), width, names, pure)
+
+
+def test_widen_repeats_only_what_depends_on_the_cotangent():
+    lines, renames = _widen(
+        "bx = rt.zeros_like(x)\n"
+        "for i in range(n - 1, -1, -1):\n"
+        "    # adjoint of: s += x[i]\n"
+        "    v = v_stack.pop()\n"
+        "    w = math.cos(v)\n"
+        "    rt.index_add(bx, i, b_out * w)\n"
+        "rt.copy_into(x, x_final)\n")
+    assert lines == [
+        "bx_0 = rt.zeros_like(x)",
+        "bx_1 = rt.zeros_like(x)",
+        "for i in range(n - 1, -1, -1):",
+        "    # adjoint of: s += x[i]",
+        "    v = v_stack.pop()",
+        "    w = math.cos(v)",
+        "    rt.index_add(bx_0, i, b_out_0 * w)",
+        "    rt.index_add(bx_1, i, b_out_1 * w)",
+        "rt.copy_into(x, x_final)"]
+    assert renames == {"b_out": ["b_out_0", "b_out_1"], "bx": ["bx_0", "bx_1"]}
+
+
+@pytest.mark.parametrize("text", [
+    "if b_out > 0.0:\n    y = 1.0\n",                      # control flow on a cotangent
+    "bx = b_out * 2.0\nbv, = bwd_h(v_stack, bx)\n",          # a generated function that pops
+    "bv = b_out * v_stack.pop()\n",                          # a pop repeated per cotangent
+    "rt.index_add(x, 0, b_out)\n",                           # a write into a shared array
+])
+def test_widen_refuses_sweeps_it_cannot_share(text):
+    assert _widen(text) is None
+
+
+def test_widen_repeats_calls_of_pure_generated_functions():
+    lines, _ = _widen("bv, = vjp_h(v, b_out)\n", pure=lambda name: name == "vjp_h")
+    assert lines == ["bv_0, = vjp_h(v, b_out_0)", "bv_1, = vjp_h(v, b_out_1)"]

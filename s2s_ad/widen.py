@@ -1,0 +1,202 @@
+"""Vector-mode adjoint sweeps: one sweep that carries K cotangents at once.
+
+``widen(lines, seeds, width, fresh)`` takes the source of an adjoint sweep
+(one cotangent per output, seeded by the names ``seeds``) and returns a
+sweep for ``width`` cotangents.  A name is *dependent* when its value
+depends on a seed: assigned from a dependent value, or written into
+(``b[i] += v``, ``rt.index_add(b, i, v)``) with one.  Every statement that
+mentions a dependent name is repeated once per cotangent, with each
+dependent name renamed for that cotangent (``bx`` -> ``bx_0``, ``bx_1``,
+...); everything else -- stack pops, recomputed primal values, loop and
+branch headers -- runs once.  That is the point: the adjoint's control flow
+and the primal values it reads are shared by the K cotangents, as one
+``jax.vmap`` of a VJP shares them.
+
+Returns None when the sweep cannot be shared: a loop or branch whose
+header reads a dependent name, or a repeated statement with a side effect
+on shared state (a stack pop or push, a call of a generated function that
+is not a pure joint VJP, a runtime call that writes into a shared array).
+"""
+import ast
+import textwrap
+
+_MARK = "__s2s_ad_comment__"
+_WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row"}   # mutate their first argument
+_PURE_MODULES = ("rt.", "np.", "math.")
+_BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
+
+
+def widen(lines, seeds, width, names, pure):
+    """The sweep ``lines`` for ``width`` cotangents, and each dependent name's
+    ``width`` names (None when the sweep cannot be widened).
+
+    ``names`` allocates the new names; ``pure(fname)`` says whether a call of
+    generated function ``fname`` may be repeated (see ModuleBuilder.pure).
+    """
+    tree = ast.parse(_comments_to_marks(lines))
+    dependent = _dependent(tree.body, set(seeds))
+    if not _bound_first(tree.body, dependent - set(seeds)):
+        return None
+    renames = {n: names.family(n, width) for n in sorted(dependent)}
+    try:
+        body = _rewrite(tree.body, dependent, renames, width, pure)
+    except _Shared:
+        return None
+    module = ast.fix_missing_locations(ast.Module(body, []))
+    return _marks_to_comments(ast.unparse(module)).splitlines(), renames
+
+
+class _Shared(Exception):
+    """A statement that must run once would have to be repeated."""
+
+
+def _dependent(body, seeds):
+    out = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for s in _simple(body):
+            if _reads(s) & out:
+                new = _written(s) - out
+                if new:
+                    out |= new
+                    changed = True
+    return out
+
+
+def _bound_first(body, names):
+    """Whether each of ``names`` is first mentioned (in the order of the code)
+    by an assignment to it: a name from outside the sweep cannot be given
+    one copy per cotangent."""
+    seen = set()
+    for s in _simple(body):
+        bound = _roots(s.targets) if isinstance(s, ast.Assign) and all(
+            isinstance(t, (ast.Name, ast.Tuple)) for t in s.targets) else set()
+        for n in (_mentions(s) & names) - seen:
+            if n not in bound or n in _reads(s):
+                return False
+            seen.add(n)
+    return True
+
+
+def _rewrite(body, dependent, renames, width, pure):
+    out = []
+    for s in body:
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            head = s.iter if isinstance(s, ast.For) else s.test
+            if _reads(head) & dependent:
+                raise _Shared
+            s.body = _rewrite(s.body, dependent, renames, width, pure)
+            s.orelse = _rewrite(s.orelse, dependent, renames, width, pure)
+            out.append(s)
+        elif _mentions(s) & dependent:
+            _check_repeatable(s, dependent, pure)
+            for q in range(width):
+                out.append(_Rename({n: names[q] for n, names in renames.items()}).visit(
+                    _copy(s)))
+        else:
+            out.append(s)
+    return out
+
+
+def _check_repeatable(s, dependent, pure):
+    for node in ast.walk(s):
+        if not isinstance(node, ast.Call):
+            continue
+        func = ast.unparse(node.func)
+        if func in _WRITES_FIRST:
+            if not (node.args and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in dependent):
+                raise _Shared
+        elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES) and \
+                not (isinstance(node.func.value, ast.Name) and node.func.value.id in dependent):
+            raise _Shared          # a method call on shared state: stack.pop(), append(...)
+        elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTINS \
+                and not pure(node.func.id):
+            raise _Shared          # a generated function that pops stacks or writes
+
+
+def _simple(body):
+    for s in body:
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            yield from _simple(s.body)
+            yield from _simple(s.orelse)
+        else:
+            yield s
+
+
+def _reads(node):
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    if isinstance(node, ast.AugAssign):
+        out |= _roots([node.target])
+    return out
+
+
+def _written(s):
+    """Names whose value ``s`` changes: assignment targets, roots of element
+    writes, the first argument of the runtime's in-place writers."""
+    if isinstance(s, ast.Assign):
+        return _roots(s.targets)
+    if isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+        return _roots([s.target])
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        call = s.value
+        if ast.unparse(call.func) in _WRITES_FIRST and call.args and \
+                isinstance(call.args[0], ast.Name):
+            return {call.args[0].id}
+    return set()
+
+
+def _roots(targets):
+    out = set()
+    for t in targets:
+        while isinstance(t, (ast.Subscript, ast.Attribute)):
+            t = t.value
+        if isinstance(t, ast.Name):
+            out.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            out |= _roots(t.elts)
+    return out
+
+
+def _mentions(s):
+    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Name(self.mapping.get(node.id, node.id), node.ctx), node)
+
+
+def renamed(node, mapping):
+    """A copy of expression ``node`` with names renamed by ``mapping``."""
+    return _Rename(mapping).visit(ast.parse(ast.unparse(node), mode="eval").body)
+
+
+def _copy(node):
+    return ast.parse(ast.unparse(node)).body[0]
+
+
+def _comments_to_marks(lines):
+    out = []
+    for line in textwrap.dedent("\n".join(lines)).splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            indent = line[:len(line) - len(stripped)]
+            line = f"{indent}{_MARK}({stripped[1:].strip()!r})"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _marks_to_comments(text):
+    out = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(_MARK + "("):
+            indent = line[:len(line) - len(stripped)]
+            line = f"{indent}# {ast.literal_eval(stripped[len(_MARK) + 1:-1])}"
+        out.append(line)
+    return "\n".join(out)
