@@ -122,14 +122,21 @@ def _loaded_names(node):
                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)})
 
 
+def _stored_names(stmt):
+    """The names an assignment (``x = ...``, ``a, b = ...``, ``x += ...``) binds."""
+    target = stmt.target if isinstance(stmt, ast.AugAssign) else stmt.targets[0]
+    return [t.id for t in target.elts] if isinstance(target, ast.Tuple) else [target.id]
+
+
 def _statement_function(stmt, env):
     """``def one(<inputs>): <stmt>; return <outputs>`` for one statement."""
     inputs = [name for name in _loaded_names(stmt) if name in env]
+    if isinstance(stmt, ast.AugAssign):     # ``x += y`` reads x too
+        inputs = [stmt.target.id] + [n for n in inputs if n != stmt.target.id]
     if isinstance(stmt, ast.Return):
         body = [ast.Return(stmt.value)]
     else:
-        outputs = [t.id for t in stmt.targets[0].elts] if isinstance(
-            stmt.targets[0], ast.Tuple) else [stmt.targets[0].id]
+        outputs = _stored_names(stmt)
         body = [stmt, ast.Return(ast.Tuple([ast.Name(o, ast.Load()) for o in outputs],
                                            ast.Load()))]
     fn = ast.FunctionDef(name="one", args=ast.arguments(
@@ -177,10 +184,7 @@ def breakdown(X, number=20, repeat=15):
         args = [env[i] for i in inputs]
         result = plain(*args)
         if not isinstance(stmt, ast.Return):
-            targets = stmt.targets[0]
-            names = [t.id for t in targets.elts] if isinstance(targets, ast.Tuple) else [
-                targets.id]
-            env.update(zip(names, result))
+            env.update(zip(_stored_names(stmt), result))
         jitted = numba.njit(plain)
         rows.append((ast.unparse(stmt), _best_of(plain, args, number, repeat),
                      _best_of(jitted, args, number, repeat)))

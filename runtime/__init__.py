@@ -38,14 +38,25 @@ from .linalg import (
     matmul_grad_b,
 )
 from .plumbing import broadcast_like, like, reshape_like, unbroadcast, zeros_like
-from .reductions import amax, amin, mean, mean_grad, minmax_grad, prod, prod_grad, sum, sum_grad
+from .reductions import (
+    add_minmax_grad,
+    amax,
+    amin,
+    mean,
+    mean_grad,
+    minmax_grad,
+    prod,
+    prod_grad,
+    sum,
+    sum_grad,
+)
 from .scatter import index_add
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
     "sum", "mean", "prod", "amax", "amin",
-    "sum_grad", "mean_grad", "prod_grad", "minmax_grad",
+    "sum_grad", "mean_grad", "prod_grad", "minmax_grad", "add_minmax_grad",
     "dot", "matmul", "inner",
     "dot_grad_a", "dot_grad_b", "matmul_grad_a", "matmul_grad_b",
     "inner_grad_a", "inner_grad_b",

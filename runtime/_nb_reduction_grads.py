@@ -141,8 +141,9 @@ def _prod_grad(g, a, axis=None, keepdims=False):
     return compile_impl(_prod_grad_src(g, a, axis, keepdims))
 
 
-def _minmax_grad_src(g, a, out, axis, keepdims):
-    """Source of minmax_grad: count ties per lane, then share g."""
+def _minmax_grad_src(g, a, out, axis, keepdims, into=False):
+    """Source of minmax_grad (or of add_minmax_grad, `into` its first
+    argument `acc`): count ties per lane, then share g."""
     axes, keep, names, gref, dt = _setup(
         g, a, axis, keepdims, "minmax_grad")
     oref = _ref("out", out, names, axes, keep, "minmax_grad")
@@ -152,12 +153,18 @@ def _minmax_grad_src(g, a, out, axis, keepdims):
                           for d, n in enumerate(names)]) + "]"
     at = f"[{index(names)}]"
     hit = f"if a{at} == {oref}:"
-    lines = ["def impl(g, a, out, axis=None, keepdims=False):",
+    params = "acc, g, a, out" if into else "g, a, out"
+    lines = [f"def impl({params}, axis=None, keepdims=False):",
              f"    cnt = np.zeros({cnt_shape}, np.int64)"]
     lines += loops(names, _bounds(names), [hit, f"    {cnt} += 1"])
-    lines.append(f"    res = np.zeros(a.shape, {dt})")
+    if into:
+        lines += ["    if acc.shape != a.shape:",
+                  "        raise ValueError('add_minmax_grad: acc is not shaped like a')",
+                  "    res = acc"]
+    else:
+        lines.append(f"    res = np.zeros(a.shape, {dt})")
     lines += loops(names, _bounds(names),
-                   [hit, f"    res{at} = {gref} / {cnt}"])
+                   [hit, f"    res{at} {'+' if into else ''}= {gref} / {cnt}"])
     lines.append("    return res")
     return "\n".join(lines)
 
@@ -167,3 +174,15 @@ def _minmax_grad(g, a, out, axis=None, keepdims=False):
     if is_scalar(a):
         return _scalar_impl(g, a, "g, a, out, axis=None, keepdims=False")
     return compile_impl(_minmax_grad_src(g, a, out, axis, keepdims))
+
+
+@overload(reductions.add_minmax_grad, prefer_literal=True)
+def _add_minmax_grad(acc, g, a, out, axis=None, keepdims=False):
+    if is_scalar(a) or is_scalar(acc):
+        return compile_impl(
+            "def impl(acc, g, a, out, axis=None, keepdims=False):\n"
+            "    return acc + _minmax_grad(g, a, out, axis, keepdims)",
+            {"_minmax_grad": reductions.minmax_grad})
+    if acc.ndim != a.ndim:
+        raise TypingError("s2s_ad.runtime.add_minmax_grad: acc is not shaped like a")
+    return compile_impl(_minmax_grad_src(g, a, out, axis, keepdims, into=True))

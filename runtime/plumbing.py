@@ -56,7 +56,8 @@ def like(b, x):
 
     Array `x`: an array of x.dtype and x.shape; `b` is either a scalar
     (filled in, e.g. a 0.0 zero adjoint) or an array of x's shape, returned
-    as is when it already has x's dtype and cast otherwise.  (No general
+    as is when it already has x's dtype and is writeable, and copied
+    otherwise (a read-only broadcast view, see sum_grad).  (No general
     broadcasting: adjoints have their primal's shape, and a broadcasting
     copy is slow to compile in Numba.)  Scalar `x`: a scalar of x's type
     (a Python float for Python numbers).
@@ -67,7 +68,7 @@ def like(b, x):
         return np.full(x.shape, b, dtype=x.dtype)
     if b.shape != x.shape:
         raise ValueError("like: the cotangent has the wrong shape")
-    return b if b.dtype == x.dtype else b.astype(x.dtype)
+    return b if b.dtype == x.dtype and b.flags.writeable else b.astype(x.dtype)
 
 
 def reshape_like(g, x):

@@ -3,10 +3,13 @@
 Plain-Python (NumPy) implementations; `_nb_reductions` and
 `_nb_reduction_grads` register the Numba versions.  `axis` may be None, an
 int (negative allowed) or a tuple of ints.  Guarantees: primal results
-match NumPy exactly in value, shape and dtype; every adjoint returns a new
+match NumPy exactly in value, shape and dtype; every adjoint returns an
 array shaped like the reduction's input `a` in a's float dtype (a scalar
-for scalar `a`).  The adjoints take the cotangent `g` shaped like the
-reduction's output, i.e. with the reduced axes dropped unless keepdims.
+for scalar `a`): a new array, except that sum_grad and mean_grad return a
+read-only broadcast view (no full-size copy; the Numba versions return new
+arrays), so a caller that updates a cotangent in place copies these first.
+The adjoints take the cotangent `g` shaped like the reduction's output,
+i.e. with the reduced axes dropped unless keepdims.
 """
 
 import numpy as np
@@ -40,24 +43,25 @@ def amin(a, axis=None, keepdims=False):
 
 
 def sum_grad(g, a, axis=None, keepdims=False):
-    """Adjoint of sum: `g` broadcast back to a.shape (a new array)."""
+    """Adjoint of sum: `g` broadcast back to a.shape (a read-only view)."""
     if not is_array(a):
         return scalar_like(g, a)
     g = expand_reduced(g, norm_axes(axis, a.ndim), keepdims)
-    return np.broadcast_to(g, a.shape).astype(grad_dtype(a))
+    return np.broadcast_to(g.astype(grad_dtype(a), copy=False), a.shape)
 
 
 def mean_grad(g, a, axis=None, keepdims=False):
-    """Adjoint of mean: sum_grad divided by the number of reduced items."""
+    """Adjoint of mean: g / count broadcast back to a.shape (a read-only view)."""
     if not is_array(a):
         return scalar_like(g, a)
-    out = sum_grad(g, a, axis, keepdims)
+    axes = norm_axes(axis, a.ndim)
     count = 1
-    for ax in norm_axes(axis, a.ndim):
+    for ax in axes:
         count *= a.shape[ax]
+    dt = grad_dtype(a)
     # Divide in the result dtype so float32 stays float32 (as in Numba).
-    out /= out.dtype.type(count)
-    return out
+    share = expand_reduced(g, axes, keepdims).astype(dt) / dt.type(count)
+    return np.broadcast_to(share, a.shape)
 
 
 def prod_grad(g, a, axis=None, keepdims=False):
@@ -94,8 +98,32 @@ def minmax_grad(g, a, out, axis=None, keepdims=False):
     """
     if not is_array(a):
         return scalar_like(g, a)
+    return add_minmax_grad(np.zeros(a.shape, grad_dtype(a)), g, a, out, axis, keepdims)
+
+
+def add_minmax_grad(acc, g, a, out, axis=None, keepdims=False):
+    """``acc + minmax_grad(g, a, out, axis, keepdims)``, added into array `acc`.
+
+    `acc` (shaped like `a`) is updated in place and returned; a scalar
+    `acc` gives a new value.  Usually each lane has one extremum: then only
+    those positions are touched, found from one comparison pass, instead of
+    building and adding a full-size array of mostly zeros.
+    """
+    if not is_array(a) or not is_array(acc):
+        return acc + minmax_grad(g, a, out, axis, keepdims)
     axes = norm_axes(axis, a.ndim)
-    g = expand_reduced(g, axes, keepdims)
-    mask = a == expand_reduced(out, axes, keepdims)
-    count = np.maximum(mask.sum(axis=axes, keepdims=True), 1)
-    return np.where(mask, g / count, 0.0).astype(grad_dtype(a), copy=False)
+    out = expand_reduced(out, axes, keepdims)
+    g = np.broadcast_to(expand_reduced(g, axes, keepdims), out.shape)
+    mask = a == out
+    hits = np.count_nonzero(mask)
+    # Every lane holds its extremum at least once unless its result is NaN,
+    # so one hit per lane on average and no NaN means no ties anywhere.
+    if hits != out.size or np.isnan(out).any():
+        g = g / np.maximum(mask.sum(axis=axes, keepdims=True), 1)
+    if 8 * hits > a.size:            # dense (many ties): one masked pass
+        acc += np.where(mask, g, 0.0)
+        return acc
+    at = np.unravel_index(np.flatnonzero(mask), a.shape)
+    lane = tuple(np.zeros_like(i) if d in axes else i for d, i in enumerate(at))
+    acc[at] += g[lane]
+    return acc

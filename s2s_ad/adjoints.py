@@ -17,12 +17,16 @@ class Adjoints:
     The first contribution to ``bx`` binds it (possibly to another adjoint's
     array: not owned); later ones rebind ``bx = bx + c`` (a fresh array).
     Element updates (``bx[i] += g``, ``bx[i] = 0``) first make ``bx`` owned.
+    When the adjoint whose array ``bx`` shares is no longer read
+    (:meth:`release`), ``bx`` becomes owned if it was the only one sharing
+    it: ``bx = bx + c`` becomes ``bx += c``.
     """
 
     def __init__(self, names, writer, named):
         self.names = names
         self.w = writer
-        self.vars = {}      # primal name -> [adjoint name, owned]
+        # primal name -> [adjoint name, owned, adjoint names whose array it may share]
+        self.vars = {}
         self._named = named  # primal name -> adjoint name, stable across passes
         self.stale = {}     # primal name -> its forgotten adjoint (see drop)
 
@@ -30,13 +34,17 @@ class Adjoints:
         entry = self.vars.get(var)
         return entry[0] if entry else None
 
+    def owned(self, var):
+        entry = self.vars.get(var)
+        return bool(entry and entry[1])
+
     def name_of(self, var):
         if var not in self._named:
             self._named[var] = self.names.adjoint(var)
         return self._named[var]
 
     def bind(self, var, adj_name, owned=False):
-        self.vars[var] = [adj_name, owned]
+        self.vars[var] = [adj_name, owned, frozenset()]
         self._named.setdefault(var, adj_name)
 
     def drop(self, var):
@@ -45,44 +53,60 @@ class Adjoints:
         if entry is not None:
             self.stale[var] = entry[0]
 
+    def release(self, var, was_owned):
+        """``bvar`` is read no more: its array passes to the one adjoint sharing it.
+
+        ``was_owned``: whether ``bvar`` was owned before the statement that
+        read it last, so that its array was ours and no other name's.
+        """
+        entry = self.vars.get(var)
+        if entry is None or not was_owned:
+            return
+        sharing = [e for e in self.vars.values() if entry[0] in e[2]]
+        if len(sharing) == 1 and sharing[0][2] == {entry[0]}:
+            sharing[0][1], sharing[0][2] = True, frozenset()
+
     def add(self, var, expr, fresh=None):
         """Add the contribution ``expr`` to ``bvar``.
 
         ``fresh`` says whether ``expr`` is a new array (None: decided from
         its form).  An owned adjoint is updated in place (``bx += c``: no
         allocation, and its dtype stays); any adjoint ``expr`` may return
-        stops being owned, since two names now share its array.
+        stops being owned, since two names now share its array.  A read-only
+        view (:data:`_VIEWS`) is never owned, nor is an adjoint sharing it.
         """
-        sources = set() if fresh else _sources(expr)
+        view = _called(expr) in _VIEWS
+        sources = set() if fresh else _sources(expr.args[0] if view else expr)
         for entry in self.vars.values():
             if entry[0] in sources:
                 entry[1] = False
+        if view:
+            fresh, sources = False, set()
         if fresh is None:
             fresh = not sources
         entry = self.vars.get(var)
         if entry is None:
             adj = self.name_of(var)
-            self.vars[var] = [adj, fresh]
+            self.vars[var] = [adj, fresh, frozenset(sources)]
             self.w.node(assign(adj, expr))
         elif entry[1]:
-            target = ast.Name(entry[0], ast.Store())
-            self.w.node(ast.AugAssign(target, ast.Add(), expr))
+            self.w.node(_accumulate(entry[0], expr))
         else:
-            entry[1] = True
-            self.w.node(assign(entry[0], ast.BinOp(codegen.name(entry[0]), ast.Add(), expr)))
+            entry[1], entry[2] = True, frozenset()
+            self.w.node(assign(entry[0], _plus(codegen.name(entry[0]), expr)))
 
     def prepare(self, var, inplace):
         """Make ``bx`` defined (zeros), and owned when it is updated in place."""
         entry = self.vars.get(var)
         if entry is None:
             adj = self.name_of(var)
-            self.vars[var] = [adj, True]
+            self.vars[var] = [adj, True, frozenset()]
             # A forgotten adjoint still has the primal's shape: zeroing from it
             # keeps the primal value (and its stack) out of the adjoint sweep.
             like = self.stale.get(var, var)
             self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
         elif inplace and not entry[1]:
-            entry[1] = True
+            entry[1], entry[2] = True, frozenset()
             self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
 
     def add_at(self, var, index, expr, scatter=False):
@@ -93,6 +117,37 @@ class Adjoints:
             return
         target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
+
+
+#: Helpers with a twin that adds their result into an owned adjoint in place
+#: (``bx = rt.add_minmax_grad(bx, ...)``): no full-size temporary.
+_ACCUMULATING = {"rt.minmax_grad": "rt.add_minmax_grad"}
+
+#: Helpers whose result may be a read-only view (a broadcast, see the runtime).
+_VIEWS = {"rt.sum_grad", "rt.mean_grad"}
+
+
+def _called(expr):
+    """The dotted name ``expr`` calls, or None."""
+    return ast.unparse(expr.func) if isinstance(expr, ast.Call) else None
+
+
+def _accumulate(adj, expr):
+    """``adj += expr`` for owned ``adj``, in the cheapest form."""
+    twin = _ACCUMULATING.get(_called(expr))
+    if twin is not None:
+        return assign(adj, call(twin, codegen.name(adj), *expr.args))
+    op = ast.Add()
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        op, expr = ast.Sub(), expr.operand
+    return ast.AugAssign(ast.Name(adj, ast.Store()), op, expr)
+
+
+def _plus(left, expr):
+    """``left + expr`` (``left - e`` for ``expr = -e``)."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        return ast.BinOp(left, ast.Sub(), expr.operand)
+    return ast.BinOp(left, ast.Add(), expr)
 
 
 # Helpers whose result may be their first argument (or a view of it).
@@ -140,10 +195,20 @@ def _num(e):
     return isinstance(e, ast.Constant) and type(e.value) in (int, float)
 
 
+#: Sums over axes: a negation inside commutes out, onto the smaller result.
+_REDUCING = {"rt.unbroadcast", "np.sum"}
+
+
 def simplify(e):
-    """Fold constants, ``g * 1.0`` -> ``g``, ``g * -1.0`` -> ``-g``, ``x ** 1`` -> ``x``."""
+    """Fold constants, ``g * 1.0`` -> ``g``, ``g * -1.0`` -> ``-g``, ``x ** 1`` -> ``x``,
+    ``rt.unbroadcast(-g, x)`` -> ``-rt.unbroadcast(g, x)`` (negate after summing)."""
     if isinstance(e, ast.Call):
         e.args = [simplify(a) for a in e.args]
+        first = e.args[0] if e.args else None
+        if _called(e) in _REDUCING and isinstance(first, ast.UnaryOp) and \
+                isinstance(first.op, ast.USub) and not _num(first.operand):
+            e.args[0] = first.operand
+            return ast.UnaryOp(ast.USub(), e)
     if isinstance(e, ast.UnaryOp):
         e.operand = simplify(e.operand)
         if isinstance(e.op, ast.USub) and _num(e.operand):

@@ -56,6 +56,7 @@ class ReverseWriter:
         self.split = False       # printing a fwd/bwd pair (see write_split)
         self._named = {}       # primal name -> adjoint name
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
+        self._depth = 0        # how many loops and branches the adjoint being written is in
 
     # -- driver --------------------------------------------------------------
     def write(self, fname, cot_params, returns, seed_exprs, value_first=True):
@@ -341,6 +342,7 @@ class ReverseWriter:
             return self.rev_setitem(s)
         target = s.targets[0] if len(s.targets) == 1 else None
         g = self.adj.get(target) if target in self.act else None
+        was_owned = self.adj.owned(target)
         if g is not None:
             self.w.loc(s.loc, "adjoint of: ")
             env = {"g": codegen.name(g), "out": codegen.name(target)}
@@ -365,6 +367,9 @@ class ReverseWriter:
                         self.adj.add(arg.name, instantiate(template, env))
         if target in self.carried:
             self.adj.drop(target)
+        elif g is not None and not self._depth:
+            # Straight-line code defines ``target`` once: its adjoint is read no more.
+            self.adj.release(target, was_owned)
 
     def _index_array(self, index):
         """Whether an index may hold an integer array (so positions can repeat)."""
@@ -592,7 +597,9 @@ class ReverseWriter:
         for x, (low, carry, locals_) in (carries or {}).items():
             for local in sorted(set(locals_.values())):
                 sub.node(assign(local, ast.Constant(0.0)))
+        self._depth += 1
         self.rev_block(body, in_loop)
+        self._depth -= 1
         for x, (low, carry, locals_) in (carries or {}).items():
             near, far = (self._local(("carry", id(loop), x, k), None) for k in (low, low + 1))
             target = ast.Subscript(codegen.name(self.adj.get(x)),

@@ -66,7 +66,7 @@ def grad_newton_break(a):
         bt6 = bstep * (-step / _t6)
         bx = bx + bt6 * 2.0
         bt4 = bt5
-        ba += -bt5
+        ba -= bt5
         bx += bt4 * x
         bx += bt4 * x
     ba += bx

@@ -1,0 +1,222 @@
+"""The adjoint sweep's memory peepholes, by their generated source and gradients.
+
+Each peephole saves a full-size temporary in array code; each test checks
+the form of the generated statement and the gradient against finite
+differences, on NumPy and compiled:
+
+* a negation moves out of a sum: ``-rt.unbroadcast(g, x)``, and ``bx -= c``
+  rather than ``bx += -c``;
+* an adjoint that took over the array of one that is read no more owns it:
+  ``bx += c`` rather than ``bx = bx + c`` -- but not when two adjoints share
+  that array;
+* ``rt.sum_grad``/``rt.mean_grad`` may be read-only broadcast views: never
+  updated in place, and never handed to the user;
+* a max/min adjoint is added into an owned adjoint in place
+  (``rt.add_minmax_grad``), ties and NaN included.
+"""
+import numba
+import numpy as np
+import pytest
+
+import s2s_ad as ad
+from s2s_ad import runtime as rt
+from s2s_ad.testing import check_grad
+
+RNG = np.random.default_rng(7)
+
+
+def logsumexp_rows(X):
+    m = np.max(X, axis=1, keepdims=True)
+    s = np.sum(np.exp(X - m), axis=1)
+    return np.sum(np.log(s)) + np.sum(m)
+
+
+def owned_then_negated(x, y):
+    b = y - x
+    a = x * y
+    return np.sum(a * b)
+
+
+def single_sharer(x):
+    a = np.sin(x)
+    z = x + 1.0
+    return np.sum(z * a)
+
+
+def two_sharers(x, y):
+    a = np.sin(x) * np.cos(y)
+    z = x + y
+    return np.sum(z * a)
+
+
+def sum_then_more(x):
+    y = x * x
+    return np.sum(x) + np.sum(y)
+
+
+def mean_rows_then_more(x):
+    c = np.mean(x, axis=0)
+    return np.sum(c * c) + np.sum(np.sin(x))
+
+
+def total(x):
+    return np.sum(x)
+
+
+def max_ties(x):
+    m = np.max(x, axis=1)
+    return np.sum(m * m) + np.sum(x * x)
+
+
+def min_all(x):
+    return np.min(x) * np.sum(x)
+
+
+def _source(f, *args, argnums=0):
+    return ad.source(ad.grad(f, argnums), *args)
+
+
+def _lines(source):
+    return [line.strip() for line in source.splitlines()]
+
+
+# ------------------------------------------------------------------ the forms
+
+def test_negation_moves_out_of_the_sum():
+    text = _source(logsumexp_rows, RNG.standard_normal((5, 4)))
+    assert "rt.unbroadcast(-" not in text
+    assert "bm = bm - rt.unbroadcast(bt2, m)" in _lines(text)
+
+
+def test_owned_adjoint_subtracts_in_place():
+    lines = _lines(_source(owned_then_negated, *RNG.standard_normal((2, 3)), argnums=(0, 1)))
+    assert any(line.startswith("bx -= ") for line in lines), lines
+    assert not any("+= -" in line for line in lines)
+
+
+def test_single_sharer_takes_over_the_array():
+    lines = _lines(_source(single_sharer, RNG.standard_normal(4)))
+    assert "bx = bz" in lines or "bx = rt.unbroadcast(bz, x)" in lines, lines
+    assert any(line.startswith("bx += ") for line in lines), lines
+
+
+def test_two_sharers_rebind():
+    lines = _lines(_source(two_sharers, *RNG.standard_normal((2, 4)), argnums=(0, 1)))
+    assert not any(line.startswith(("bx +=", "by +=")) for line in lines), lines
+    assert any(line.startswith("bx = bx + ") for line in lines), lines
+
+
+def test_sum_grad_view_is_never_updated_in_place():
+    lines = _lines(_source(sum_then_more, RNG.standard_normal(4)))
+    bound = lines.index("bx = rt.sum_grad(bt2, x, None, False)")
+    updates = [line for line in lines[bound + 1:] if line.startswith("bx ")]
+    # The first update makes a new array; only then is bx updated in place.
+    assert updates[0].startswith("bx = bx + ") and updates[1].startswith("bx += "), lines
+
+
+def test_max_adjoint_adds_into_the_owned_adjoint():
+    lines = _lines(_source(logsumexp_rows, RNG.standard_normal((5, 4))))
+    assert "bX = rt.add_minmax_grad(bX, bm, X, m, 1, True)" in lines, lines
+
+
+# ------------------------------------------------------------------ the values
+
+def _tied(shape):
+    """Values on a coarse grid: many ties in every row."""
+    return np.round(RNG.uniform(-1, 1, shape) * 2) / 2
+
+
+def _numba_grad(f, args, argnums):
+    """The generated gradient source compiled with numba.njit (whatever ad.jit
+    would choose to run): the gradients, one per argnum."""
+    text = _source(f, *args, argnums=argnums)
+    scope = {}
+    exec(compile(text, "<generated>", "exec"), scope)  # noqa: S102 - our generated code
+    entry = numba.njit(scope[f"grad_{f.__name__}"])
+    grads = entry(*args)[1]
+    return grads[0] if isinstance(argnums, int) else grads
+
+
+@pytest.mark.parametrize("f, make, argnums", [
+    (logsumexp_rows, lambda: (RNG.standard_normal((6, 5)),), 0),
+    (logsumexp_rows, lambda: (_tied((6, 5)),), 0),
+    (owned_then_negated, lambda: tuple(RNG.standard_normal((2, 3, 2))), (0, 1)),
+    (single_sharer, lambda: (RNG.standard_normal(5),), 0),
+    (two_sharers, lambda: tuple(RNG.standard_normal((2, 5))), (0, 1)),
+    (sum_then_more, lambda: (RNG.standard_normal((3, 2)),), 0),
+    (mean_rows_then_more, lambda: (RNG.standard_normal((4, 3)),), 0),
+    (max_ties, lambda: (RNG.standard_normal((4, 6)),), 0),
+    (min_all, lambda: (RNG.standard_normal((3, 4)),), 0),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_gradients_match_finite_differences(f, make, argnums):
+    args = make()
+    grads = check_grad(f, args, argnums)
+    compiled = _numba_grad(f, args, argnums)
+    for a, b in zip(*((grads, compiled) if isinstance(argnums, tuple) else ((grads,), (compiled,)))):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+def test_tied_max_shares_the_cotangent():
+    x = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, -1.0, 2.0, 2.0]])
+    expected = 2.0 * x
+    expected[0, 1:3] += 3.0           # 2 * max / 2 ties
+    expected[1, [0, 2, 3]] += 4.0 / 3  # 2 * max / 3 ties
+    np.testing.assert_allclose(ad.grad(max_ties)(x), expected)
+    np.testing.assert_allclose(_numba_grad(max_ties, (x,), 0), expected)
+
+
+def test_gradient_of_a_sum_is_a_writeable_array():
+    x = RNG.standard_normal((3, 4))
+    for g in (ad.grad(total)(x), _numba_grad(total, (x,), 0)):
+        assert g.flags.writeable and g.shape == x.shape and g.strides == x.strides
+    g *= 2.0
+    np.testing.assert_array_equal(g, np.full(x.shape, 2.0))
+
+
+# ------------------------------------------------------------------ the runtime
+
+# Numba needs the axis as a literal.
+_NB_ADD_MINMAX = {
+    0: numba.njit(lambda acc, g, a, out: rt.add_minmax_grad(acc, g, a, out, 0, False)),
+    1: numba.njit(lambda acc, g, a, out: rt.add_minmax_grad(acc, g, a, out, 1, False)),
+    -1: numba.njit(lambda acc, g, a, out: rt.add_minmax_grad(acc, g, a, out, -1, False)),
+}
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("tied", [False, True])
+def test_add_minmax_grad_adds_in_place(axis, tied):
+    a = _tied((5, 7)) if tied else RNG.standard_normal((5, 7))
+    out = np.max(a, axis=axis)
+    g = RNG.standard_normal(out.shape)
+    acc = RNG.standard_normal(a.shape)
+    expected = acc + rt.minmax_grad(g, a, out, axis, False)
+    for run in (lambda *args: rt.add_minmax_grad(*args, axis), _NB_ADD_MINMAX[axis]):
+        into = acc.copy()
+        assert run(into, g, a, out) is into
+        np.testing.assert_allclose(into, expected, rtol=1e-13)
+
+
+def test_add_minmax_grad_many_ties_nan_and_scalars():
+    a = np.zeros((3, 40))               # every element ties: the dense path
+    a[1, 5] = np.nan                    # a NaN lane gets nothing
+    out = np.max(a, axis=1)
+    g = np.array([4.0, 5.0, 6.0])
+    res = rt.add_minmax_grad(np.ones(a.shape), g, a, out, 1)
+    np.testing.assert_allclose(res[0], 1.0 + 4.0 / 40)
+    np.testing.assert_allclose(res[1], 1.0)
+    np.testing.assert_allclose(res[2], 1.0 + 6.0 / 40)
+    assert rt.add_minmax_grad(1.5, 2.0, 3.0, 3.0) == 3.5
+    assert rt.add_minmax_grad(0.0, 2.0, np.array([1.0, 3.0]), 3.0).tolist() == [0.0, 2.0]
+
+
+def test_sum_and_mean_grads_are_views_on_numpy():
+    g = np.arange(3.0)
+    a = np.ones((3, 4), np.float32)
+    s = rt.sum_grad(g, a, 1)
+    m = rt.mean_grad(g, a, 1)
+    assert not s.flags.writeable and s.dtype == np.float32 and s.shape == a.shape
+    np.testing.assert_array_equal(m, np.repeat(g[:, None] / 4, 4, axis=1))
+    assert m.dtype == np.float32
+    copy = rt.like(s, a)
+    assert copy.flags.writeable and copy is not s
