@@ -40,7 +40,26 @@ def norm_axes(axis, ndim):
     """Normalise `axis` (None, int or tuple of ints) to a sorted tuple."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:
+        return (axis % ndim,)
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+
+
+def broadcast_view(g, shape, axes):
+    """Read-only view of reduction output `g` repeated along `axes` to `shape`.
+
+    `g` is shaped like the reduction's output, with the reduced `axes`
+    dropped or kept as length 1.  ``np.broadcast_to`` with the axes
+    re-inserted, at a fraction of its overhead (it matters on small arrays).
+    """
+    if np.ndim(g) == 0:                  # one value everywhere
+        axes = range(len(shape))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    g = np.ascontiguousarray(g).reshape(kept)
+    strides = tuple(0 if d in axes else s for d, s in enumerate(g.strides))
+    view = np.ndarray(shape, g.dtype, g, 0, strides)
+    view.flags.writeable = False
+    return view
 
 
 def expand_reduced(g, axes, keepdims):

@@ -6,6 +6,8 @@ asked for; a scalar primal always gets a scalar cotangent; nothing is
 copied when the input already has the requested form.
 """
 
+import math
+
 import numpy as np
 
 from ._common import grad_dtype, is_array, scalar_like
@@ -37,7 +39,29 @@ def unbroadcast(g, x):
         elif n != g.shape[lead + j]:
             raise ValueError(
                 f"unbroadcast: cannot sum {g.shape} to {x.shape}")
-    return g.sum(axis=tuple(axes), keepdims=True).reshape(x.shape)
+    return _sum_axes(g, tuple(axes)).reshape(x.shape)
+
+
+def _sum_axes(g, axes):
+    """``g.sum(axis=axes, keepdims=True)``, for adjoints.
+
+    Summing the leading or the trailing axes of a contiguous float array is
+    a matrix-vector product with ones: BLAS does it several times faster
+    than NumPy's reduction over many short rows (a bias's or a row-wise
+    reduction's cotangent), in a different but no less accurate order.
+    """
+    n = len(axes)
+    if g.dtype in _BLAS_DTYPES and g.flags.c_contiguous and g.size and 0 < n < g.ndim:
+        if axes == tuple(range(n)):
+            k = math.prod(g.shape[:n])
+            return (np.ones(k, g.dtype) @ g.reshape(k, -1)).reshape((1,) * n + g.shape[n:])
+        if axes == tuple(range(g.ndim - n, g.ndim)):
+            k = math.prod(g.shape[-n:])
+            return (g.reshape(-1, k) @ np.ones(k, g.dtype)).reshape(g.shape[:-n] + (1,) * n)
+    return g.sum(axis=axes, keepdims=True)
+
+
+_BLAS_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def zeros_like(x):

@@ -14,7 +14,7 @@ i.e. with the reduced axes dropped unless keepdims.
 
 import numpy as np
 
-from ._common import expand_reduced, grad_dtype, is_array, norm_axes, scalar_like
+from ._common import broadcast_view, expand_reduced, grad_dtype, is_array, norm_axes, scalar_like
 
 
 def sum(a, axis=None, keepdims=False):
@@ -46,8 +46,7 @@ def sum_grad(g, a, axis=None, keepdims=False):
     """Adjoint of sum: `g` broadcast back to a.shape (a read-only view)."""
     if not is_array(a):
         return scalar_like(g, a)
-    g = expand_reduced(g, norm_axes(axis, a.ndim), keepdims)
-    return np.broadcast_to(g.astype(grad_dtype(a), copy=False), a.shape)
+    return broadcast_view(np.asarray(g, grad_dtype(a)), a.shape, norm_axes(axis, a.ndim))
 
 
 def mean_grad(g, a, axis=None, keepdims=False):
@@ -60,8 +59,7 @@ def mean_grad(g, a, axis=None, keepdims=False):
         count *= a.shape[ax]
     dt = grad_dtype(a)
     # Divide in the result dtype so float32 stays float32 (as in Numba).
-    share = expand_reduced(g, axes, keepdims).astype(dt) / dt.type(count)
-    return np.broadcast_to(share, a.shape)
+    return broadcast_view(np.asarray(g, dt) / dt.type(count), a.shape, axes)
 
 
 def prod_grad(g, a, axis=None, keepdims=False):
@@ -120,10 +118,18 @@ def add_minmax_grad(acc, g, a, out, axis=None, keepdims=False):
     # so one hit per lane on average and no NaN means no ties anywhere.
     if hits != out.size or np.isnan(out).any():
         g = g / np.maximum(mask.sum(axis=axes, keepdims=True), 1)
+    if not hits:
+        return acc
     if 8 * hits > a.size:            # dense (many ties): one masked pass
         acc += np.where(mask, g, 0.0)
         return acc
-    at = np.unravel_index(np.flatnonzero(mask), a.shape)
+    flat = np.flatnonzero(mask)
+    if acc.flags.c_contiguous and axes == tuple(range(a.ndim - len(axes), a.ndim)):
+        # Reduced axes last (a row-wise max): lane = flat index // lane length.
+        lanes = np.ascontiguousarray(g).reshape(-1)
+        acc.reshape(-1)[flat] += lanes[flat // (a.size // lanes.size)]
+        return acc
+    at = np.unravel_index(flat, a.shape)
     lane = tuple(np.zeros_like(i) if d in axes else i for d, i in enumerate(at))
     acc[at] += g[lane]
     return acc

@@ -192,9 +192,9 @@ def test_add_minmax_grad_adds_in_place(axis, tied):
     acc = RNG.standard_normal(a.shape)
     expected = acc + rt.minmax_grad(g, a, out, axis, False)
     for run in (lambda *args: rt.add_minmax_grad(*args, axis), _NB_ADD_MINMAX[axis]):
-        into = acc.copy()
-        assert run(into, g, a, out) is into
-        np.testing.assert_allclose(into, expected, rtol=1e-13)
+        for into in (acc.copy(), np.asfortranarray(acc)):    # both layouts
+            assert run(into, g, a, out) is into
+            np.testing.assert_allclose(into, expected, rtol=1e-13)
 
 
 def test_add_minmax_grad_many_ties_nan_and_scalars():
