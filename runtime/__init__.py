@@ -25,7 +25,28 @@ from .batching import outer as bouter
 from .batching import outer_grad as bouter_grad
 from .batching import unbroadcast as batch_unbroadcast
 from .control import copy_into, range_last, rows_like, set_row, snapshot, stack_like
-from .elementwise import clip
+from .elementwise import (  # SIMD kernels for compiled code on large arrays
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctanh,
+    clip,
+    cos,
+    cosh,
+    exp,
+    exp2,
+    expm1,
+    log,
+    log1p,
+    log2,
+    log10,
+    sin,
+    sinh,
+    tan,
+    tanh,
+)
 from .linalg import (
     dot,
     dot_grad_a,
@@ -62,6 +83,8 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "inner_grad_a", "inner_grad_b",
     "squeeze", "ndim", "transpose_grad", "split_grad", "stack_grad", "index_grad",
     "clip",
+    "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "range_last", "snapshot", "index_add", "rows_like", "set_row", "copy_into", "stack_like",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",

@@ -6,6 +6,7 @@ to print the source after those passes to stderr, e.g.
 ``S2S_AD_DUMP_AFTER=normalize,reverse``.
 """
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from . import backends, custom, forward, scalarize, vectorize
 from .anf import Program
 from .ir import For, While, walk
 from .module import ModuleBuilder
+from .runtime.elementwise import TRANSCENDENTAL
 
 
 @dataclass
@@ -143,7 +145,19 @@ def generate(st):
               f"({st.fn.source.filename}:{st.fn.source.first_lineno}).",
               f"Entry point: {st.entry}.  Target: {_target_text(req)}."]
     st.source = st.module.source(header)
+    if req.target == "cpu":
+        st.source = simd_calls(st.source)
     return st.source
+
+
+_TRANSCENDENTAL = re.compile(r"\bnp\.(" + "|".join(TRANSCENDENTAL) + r")\(")
+
+
+def simd_calls(source):
+    """Compiled code calls the runtime's transcendental functions, which run
+    NumPy's SIMD kernel on large float arrays (see runtime/elementwise.py)."""
+    return "\n".join(line if line.lstrip().startswith("#") else _TRANSCENDENTAL.sub(r"rt.\1(", line)
+                     for line in source.split("\n"))
 
 
 def compile(st):
