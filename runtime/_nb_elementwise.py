@@ -1,5 +1,6 @@
 """Numba overloads of the elementwise helpers (see elementwise.py)."""
 
+import numpy as np
 from numba import objmode, types
 from numba.extending import overload
 
@@ -17,20 +18,28 @@ def _clip(a, a_min, a_max):
 
 
 def _register_simd(name):
+    ufunc = getattr(np, name)
+
     @overload(getattr(elementwise, name))
     def _transcendental(x):
         if isinstance(x, types.Array) and isinstance(x.dtype, types.Float) and x.ndim:
             # Large float arrays: NumPy's SIMD kernel, called from compiled
             # code in object mode (about 3 us per call); small ones: Numba's.
-            out = f"{x.dtype}[{', '.join([':'] * (x.ndim - 1) + ['::1'])}]"
-            return compile_impl(
-                "def impl(x):\n"
-                f"    if x.size < {elementwise.SIMD_MIN}:\n"
-                f"        return np.{name}(x)\n"
-                f"    with objmode(out='{out}'):\n"
-                f"        out = np.{name}(x)\n"
-                "    return out\n", {"objmode": objmode})
-        return compile_impl(f"def impl(x):\n    return np.{name}(x)\n")
+            # Written here, not exec'd: a function with an object-mode block
+            # needs an importable home to be loaded from Numba's disk cache.
+            out_type = types.Array(x.dtype, x.ndim, "C")
+
+            def impl(x):
+                if x.size < SIMD_MIN:
+                    return ufunc(x)
+                with objmode(out=out_type):
+                    out = ufunc(x)
+                return out
+            return impl
+        return lambda x: ufunc(x)
+
+
+SIMD_MIN = elementwise.SIMD_MIN
 
 
 for _name in elementwise.TRANSCENDENTAL:

@@ -5,6 +5,10 @@ of ``np.exp``, ...: on a float array of ``SIMD_MIN`` elements or more the
 compiled version calls NumPy from object mode; otherwise (small arrays,
 scalars, integers) it is Numba's own.  Either way the value is NumPy's.
 """
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -92,3 +96,29 @@ def test_per_sample_loop_with_large_rows():
     xs = np.random.default_rng(2).normal(size=(6, SIMD_MIN + 100))
     got = ad.jit(ad.vmap(ad.grad(row_energy)))(xs)
     np.testing.assert_allclose(got, -2.0 * xs * np.exp(-xs * xs), rtol=1e-13)
+
+
+_SCRIPT = """
+import numpy as np, s2s_ad as ad
+def f(x):
+    return np.sum(np.tanh(x) * np.exp(-x))
+x = np.linspace(-1.0, 1.0, 2000)
+g = ad.jit(ad.grad(f))(x)
+want = (1.0 - np.tanh(x) ** 2) * np.exp(-x) - np.tanh(x) * np.exp(-x)
+assert np.allclose(g, want, rtol=1e-13, atol=0), "wrong gradient"
+print("ok")
+"""
+
+
+def test_compiled_object_mode_calls_load_from_the_disk_cache(tmp_path):
+    """A second process loads the compiled gradient (with its object-mode
+    blocks) from Numba's disk cache and runs it."""
+    script = tmp_path / "simd_cache.py"
+    script.write_text(_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, S2S_AD_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=path)
+    for _ in range(2):
+        run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
