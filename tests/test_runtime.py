@@ -391,6 +391,17 @@ def test_matmul(ashape, bshape, dtype):
     product_both("matmul", operand(ashape, dtype), operand(bshape, dtype))
 
 
+@pytest.mark.parametrize("ashape, alayout, bshape, blayout", [
+    ((40, 4), "C", (4, 3), "T"),      # a small F operand on the right: copied to C first
+    ((3, 4), "T", (4, 50), "C"),      # ... on the left
+    ((6, 5), "C", (5, 6), "T"),       # an F operand as large as the other: passed as is
+    ((6, 5), "T", (5, 6), "T"),       # both F
+])
+def test_products_with_f_ordered_operands(ashape, alayout, bshape, blayout):
+    for name in ("dot", "matmul"):
+        product_both(name, rand(ashape, np.float64, alayout), rand(bshape, np.float64, blayout))
+
+
 def test_products_mixed_dtypes_and_layouts():
     a, b = rand((3, 4), np.float32, "T"), rand((4, 2), np.float64, "S")
     for name in ("dot", "matmul"):
