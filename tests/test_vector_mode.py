@@ -86,10 +86,11 @@ def fd_jacobian(f, x, eps=1e-6):
 JIT = {}
 
 
-def jitted(f):
-    if f.__name__ not in JIT:
-        JIT[f.__name__] = ad.jacfwd(ad.jit(f))
-    return JIT[f.__name__]
+def jitted(f, mode="jacfwd"):
+    """``mode(ad.jit(f))``, built once per module (Numba compiles cost seconds)."""
+    if (f, mode) not in JIT:
+        JIT[f, mode] = getattr(ad, mode)(ad.jit(f))
+    return JIT[f, mode]
 
 
 @pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
@@ -169,19 +170,10 @@ def kde(x, centers):
     return np.log(dens)
 
 
-REV = {}
-
-
-def jitted_rev(f):
-    if f.__name__ not in REV:
-        REV[f.__name__] = ad.jacrev(ad.jit(f))
-    return REV[f.__name__]
-
-
 @pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
 def test_rows_in_shared_sweeps_match_forward_mode_and_finite_differences(n):
     x = np.random.default_rng(n + 100).normal(size=n)
-    got = jitted_rev(ring)(x)
+    got = jitted(ring, "jacrev")(x)
     np.testing.assert_allclose(got, ad.jacfwd(ring)(x), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got, fd_jacobian(ring, x), rtol=1e-6, atol=1e-7)
 
@@ -189,10 +181,10 @@ def test_rows_in_shared_sweeps_match_forward_mode_and_finite_differences(n):
 def test_accumulating_loops_share_one_sweep():
     x = np.linspace(-1.0, 1.0, 30)
     centers = np.array([-0.5, 0.0, 0.25, 0.8])
-    got = jitted_rev(kde)(x, centers)
+    got = jitted(kde, "jacrev")(x, centers)
     np.testing.assert_allclose(got, fd_jacobian(lambda v: kde(v, centers), x), rtol=1e-6,
                                atol=1e-8)
-    src = ad.source(jitted_rev(kde), x, centers)
+    src = ad.source(jitted(kde, "jacrev"), x, centers)
     assert "4 rows per adjoint sweep" in src and "for row in range(0, m, 4):" in src
     code = [line.strip() for line in src.split("for row in range")[1].splitlines()]
     pops = [line.split(".pop()")[0].split("= ")[-1] for line in code if line.endswith(".pop()")]
