@@ -111,9 +111,12 @@ def add_minmax_grad(acc, g, a, out, axis=None, keepdims=False):
         return acc + minmax_grad(g, a, out, axis, keepdims)
     axes = norm_axes(axis, a.ndim)
     out = expand_reduced(out, axes, keepdims)
-    g = np.broadcast_to(expand_reduced(g, axes, keepdims), out.shape)
+    g = expand_reduced(g, axes, keepdims)
+    if g.shape != out.shape:
+        g = np.broadcast_to(g, out.shape)
     mask = a == out
-    hits = np.count_nonzero(mask)
+    flat = np.flatnonzero(mask)
+    hits = flat.size
     # Every lane holds its extremum at least once unless its result is NaN,
     # so one hit per lane on average and no NaN means no ties anywhere.
     if hits != out.size or np.isnan(out).any():
@@ -123,7 +126,6 @@ def add_minmax_grad(acc, g, a, out, axis=None, keepdims=False):
     if 8 * hits > a.size:            # dense (many ties): one masked pass
         acc += np.where(mask, g, 0.0)
         return acc
-    flat = np.flatnonzero(mask)
     if acc.flags.c_contiguous and axes == tuple(range(a.ndim - len(axes), a.ndim)):
         # Reduced axes last (a row-wise max): lane = flat index // lane length.
         lanes = np.ascontiguousarray(g).reshape(-1)

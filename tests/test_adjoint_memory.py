@@ -63,6 +63,23 @@ def total(x):
     return np.sum(x)
 
 
+def squash(x):
+    h = np.tanh(x)
+    return np.sum(np.sin(h))
+
+
+def self_product(x):
+    c = np.cos(x)
+    y = x * c
+    return np.sum(np.sin(y))
+
+
+def square_of(x):
+    y = np.sin(x)
+    z = y * y
+    return np.sum(np.cos(z))
+
+
 def max_ties(x):
     m = np.max(x, axis=1)
     return np.sum(m * m) + np.sum(x * x)
@@ -146,6 +163,9 @@ def _numba_grad(f, args, argnums):
     (sum_then_more, lambda: (RNG.standard_normal((3, 2)),), 0),
     (mean_rows_then_more, lambda: (RNG.standard_normal((4, 3)),), 0),
     (max_ties, lambda: (RNG.standard_normal((4, 6)),), 0),
+    (squash, lambda: (RNG.standard_normal((3, 4)),), 0),
+    (self_product, lambda: (RNG.standard_normal(5),), 0),
+    (square_of, lambda: (RNG.standard_normal(5),), 0),
     (min_all, lambda: (RNG.standard_normal((3, 4)),), 0),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_gradients_match_finite_differences(f, make, argnums):
