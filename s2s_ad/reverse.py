@@ -139,11 +139,19 @@ class ReverseWriter:
                     codegen.name(rows), rows_at[q], ast.Load()))))
         for n in rebound:
             out.node(assign(n, codegen.name(final[n])))
+        # The last sweep pops the recorded stacks themselves; the first finds
+        # the arrays it restores as the primal sweep left them.
+        step = 1 if width == 1 else width
+        later = ast.parse(f"{row} + {step} < {count}").body[0].value
         for n in stacks:
-            out.node(assign(n, ast.Call(ast.Attribute(codegen.name(final[n]), "copy",
-                                                      ast.Load()), [], [])))
-        for n in restored:
-            out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
+            copied = ast.Call(ast.Attribute(codegen.name(final[n]), "copy", ast.Load()), [], [])
+            out.node(assign(n, ast.IfExp(later, copied, codegen.name(final[n]))))
+        if restored:
+            out.line(f"if {row} > 0:")
+            out.indent += 1
+            for n in restored:
+                out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
+            out.indent -= 1
         out.lines.extend("    " * (2 if width > 1 else 1) + line if line.strip() else line
                          for line in sweep)
         for name, expr in zip(stacked, _flat([ret.value.elts[1]])):

@@ -192,6 +192,24 @@ def test_accumulating_loops_share_one_sweep():
     assert sum(line.startswith("bx_") and "+=" in line for line in code) == 4
 
 
+def recurrence(x):
+    """Element writes that read the old value: the adjoint restores them."""
+    y = x * 1.0
+    for i in range(1, y.shape[0]):
+        y[i] = y[i] * 0.5 + math.sin(y[i - 1])
+    return y
+
+
+@pytest.mark.parametrize("n", [6, 40])
+def test_sweeps_restore_overwritten_elements_from_the_second_on(n):
+    x = np.random.default_rng(n).normal(size=n)
+    got = jitted(recurrence, "jacrev")(x)
+    np.testing.assert_allclose(got, ad.jacfwd(recurrence)(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, fd_jacobian(recurrence, x), rtol=1e-6, atol=1e-8)
+    src = ad.source(jitted(recurrence, "jacrev"), x)
+    assert "if row > 0:" in src and "rt.copy_into(y, y_final)" in src
+
+
 def _widen(text, seeds=("b_out",), width=2, pure=lambda name: False):
     names = Names({n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)})
     return widen.widen(text.splitlines(), list(seeds), width, names, pure)
