@@ -50,10 +50,28 @@ def _broadcast_src(fname, small, big, small_nd, big_nd, first, alloc, statement)
     return "\n".join(lines)
 
 
-def _unbroadcast_src(gnd, xnd):
-    """Source summing a rank-`gnd` g into a rank-`xnd` x's shape."""
-    return _broadcast_src("unbroadcast", "x", "g", xnd, gnd, "g", "np.zeros(x.shape, g.dtype)",
-                          lambda big, small: f"out[{small}] += g[{big}]")
+def _unbroadcast_src(gnd, xnd, blas=False):
+    """Source summing a rank-`gnd` g into a rank-`xnd` x's shape.
+
+    With `blas` (a C-contiguous float matrix g), summing g's rows or
+    columns -- a bias's or a row-wise reduction's cotangent -- is a
+    matrix-vector product with ones, as in the NumPy version: the loop's
+    read-modify-write of one element serialises it (3x slower).
+    """
+    src = _broadcast_src("unbroadcast", "x", "g", xnd, gnd, "g", "np.zeros(x.shape, g.dtype)",
+                         lambda big, small: f"out[{small}] += g[{big}]")
+    if not blas:
+        return src
+    rows = "x.shape[0] == g.shape[1]" if xnd == 1 else \
+        "x.shape[0] == 1 and x.shape[1] == g.shape[1]"
+    fast = ["    if g.size > 0 and g.shape[0] > 1:",
+            f"        if {rows}:",
+            "            return np.dot(np.ones(g.shape[0], g.dtype), g).reshape(x.shape)"]
+    if xnd == 2:
+        fast += ["        if x.shape[0] == g.shape[0] and x.shape[1] == 1 and g.shape[1] > 1:",
+                 "            return np.dot(g, np.ones(g.shape[1], g.dtype)).reshape(x.shape)"]
+    head, rest = src.split("\n", 1)
+    return "\n".join([head, *fast, rest])
 
 
 @overload(plumbing.unbroadcast, prefer_literal=True)
@@ -74,7 +92,8 @@ def _unbroadcast(g, x):
     if gnd < x.ndim:
         raise TypingError(f"unbroadcast: cannot sum a {gnd}-d cotangent "
                           f"to a {x.ndim}-d primal")
-    return compile_impl(_unbroadcast_src(gnd, x.ndim))
+    blas = gnd == 2 and g.layout == "C" and np_dtype(g) in (np.float64, np.float32)
+    return compile_impl(_unbroadcast_src(gnd, x.ndim, blas))
 
 
 @overload(plumbing.zeros_like, prefer_literal=True)
