@@ -723,6 +723,11 @@ class Lowerer:
         return self.emit(rule, operands, params, node)
 
     def emit(self, rule, operands, params, node=None):
+        if rule.name == "np.multiply" and len(operands) == 2 and not params and \
+                isinstance(operands[0], Var) and operands[0] == operands[1]:
+            # ``a * a`` is np.square(a): its adjoint is one product, g * 2a,
+            # not two accumulated into one cotangent.
+            rule, operands = rules.RULES["np.square"], operands[:1]
         # The same read earlier in this block is reused (x[i] read twice is
         # one value, so its adjoint is one update).
         key = _cse_key(rule, operands, params)

@@ -21,7 +21,8 @@ import ast
 import textwrap
 
 _MARK = "__s2s_ad_comment__"
-_WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row"}   # mutate their first argument
+#: Runtime calls that write into their first argument.
+_WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 
@@ -135,16 +136,16 @@ def _reads(node):
 def _written(s):
     """Names whose value ``s`` changes: assignment targets, roots of element
     writes, the first argument of the runtime's in-place writers."""
+    out = set()
     if isinstance(s, ast.Assign):
-        return _roots(s.targets)
-    if isinstance(s, (ast.AugAssign, ast.AnnAssign)):
-        return _roots([s.target])
-    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-        call = s.value
-        if ast.unparse(call.func) in _WRITES_FIRST and call.args and \
-                isinstance(call.args[0], ast.Name):
-            return {call.args[0].id}
-    return set()
+        out = _roots(s.targets)
+    elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+        out = _roots([s.target])
+    for call in ast.walk(s):
+        if isinstance(call, ast.Call) and ast.unparse(call.func) in _WRITES_FIRST and \
+                call.args and isinstance(call.args[0], ast.Name):
+            out.add(call.args[0].id)
+    return out
 
 
 def _roots(targets):

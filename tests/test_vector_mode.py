@@ -242,6 +242,7 @@ def test_widen_repeats_only_what_depends_on_the_cotangent():
     "bx = b_out * 2.0\nbv, = bwd_h(v_stack, bx)\n",          # a generated function that pops
     "bv = b_out * v_stack.pop()\n",                          # a pop repeated per cotangent
     "rt.index_add(x, 0, b_out)\n",                           # a write into a shared array
+    "bm = b_out * 2.0\nbx = rt.add_minmax_grad(x, bm, x, m, 1, True)\n",   # ... in an assignment
 ])
 def test_widen_refuses_sweeps_it_cannot_share(text):
     assert _widen(text) is None

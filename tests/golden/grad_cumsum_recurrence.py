@@ -33,8 +33,7 @@ def grad_cumsum_recurrence(x):
         # adjoint of: acc = acc + s * s  [line 14]
         bacc = bacc_1
         bt5 = bacc_1
-        bs_1 = bs_1 + bt5 * s_1
-        bs_1 += bt5 * s_1
+        bs_1 = bs_1 + bt5 * (2.0 * s_1)
         # adjoint of: s = s + x[i]  [line 13]
         bs = bs_1
         bt3 = bs_1

@@ -31,12 +31,11 @@ def grad_inplace_recurrence(a, u):
         x[i] = _t11
         t8_stack.append(_t8)
     # return np.sum(x * x)  [line 35]
-    _t12 = x * x
+    _t12 = np.square(x)
     bt13 = 1.0
     # adjoint of: return np.sum(x * x)  [line 35]
     bt12 = rt.sum_grad(bt13, _t12, None, False)
-    bx = bt12 * x
-    bx += bt12 * x
+    bx = bt12 * (2.0 * x)
     ba = rt.zeros_like(a)
     bu = rt.zeros_like(u)
     # adjoint of: for i in range(1, u.shape[0]):  [line 33]

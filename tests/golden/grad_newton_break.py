@@ -22,7 +22,7 @@ def grad_newton_break(a):
             break
         x_stack.append(x)
         # step = (x * x - a) / (2.0 * x)  [line 22]
-        _t4 = x * x
+        _t4 = np.square(x)
         _t5 = _t4 - a
         _t6 = 2.0 * x
         step = _t5 / _t6
@@ -53,7 +53,7 @@ def grad_newton_break(a):
     for _ in range(_trips):
         x = x_stack.pop()
         # recomputed, not stored
-        _t4 = x * x
+        _t4 = np.square(x)
         _t5 = _t4 - a
         _t6 = 2.0 * x
         step = _t5 / _t6
@@ -67,8 +67,7 @@ def grad_newton_break(a):
         bx = bx + bt6 * 2.0
         bt4 = bt5
         ba -= bt5
-        bx += bt4 * x
-        bx += bt4 * x
+        bx += bt4 * (2.0 * x)
     ba += bx
     return (None, (rt.like(ba, a),))
 
