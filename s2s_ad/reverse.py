@@ -21,7 +21,7 @@ from . import codegen, ranks, widen
 from .activity import analyse, diff_args
 from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
 from .custom import has_vjp_rule
-from .dce import keep
+from .dce import keep, reads
 from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, var_names, walk
 from .ranks import rank_of
 
@@ -55,6 +55,7 @@ class ReverseWriter:
         self.recomputed = set()  # names the adjoint sweep recomputes
         self.split = False       # printing a fwd/bwd pair (see write_split)
         self._named = {}       # primal name -> adjoint name
+        self.increments = _increments(fn)   # id(element write) -> the read it increments
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
@@ -359,6 +360,8 @@ class ReverseWriter:
             for arg, param in diff_args(s):
                 if isinstance(arg, Tup):
                     self._sequence(s, arg, param, env)
+                elif isinstance(arg, Var) and arg.name in self.increments.values():
+                    continue                    # see rev_setitem: x[i] keeps its adjoint
                 elif self.act.is_active(arg):
                     if s.rule.name == "getitem":
                         index = s.params["index"]
@@ -415,10 +418,11 @@ class ReverseWriter:
                     contribution = call("rt.unbroadcast", call("rt.snapshot", part),
                                          codegen.name(value.name))
                 self.adj.add(value.name, contribution, fresh)
-            self.adj.prepare(x.name, True)
-            target = ast.Subscript(codegen.name(self.adj.get(x.name)), copy.deepcopy(index),
-                                   ast.Store())
-            self.w.node(ast.Assign([target], ast.Constant(0.0), lineno=0))
+            if id(s) not in self.increments:
+                self.adj.prepare(x.name, True)
+                target = ast.Subscript(codegen.name(self.adj.get(x.name)),
+                                       copy.deepcopy(index), ast.Store())
+                self.w.node(ast.Assign([target], ast.Constant(0.0), lineno=0))
         stack = self.saves.get(id(s))
         if stack is not None:
             self.w.loc(s.loc, "restore: ")
@@ -874,6 +878,67 @@ def _outside_loops(body):
         if isinstance(s, If):
             yield from _outside_loops(s.body)
             yield from _outside_loops(s.orelse)
+
+
+def _increments(fn):
+    """Element increments ``t = x[i]; ...; u = t + v; x[i] = u`` (``x[i] += v``):
+    id of the write -> ``t``.
+
+    The adjoint of such a write reads ``bu = bx[i]`` and leaves ``bx[i]``
+    alone: zeroing it and adding ``bt`` (= ``bu``) back when the read is
+    reached is the same value.  Only when ``t`` and ``u`` are read nowhere
+    else, the three statements are in one block, and nothing between the
+    read and the write can write into an array (or call a function).
+    """
+    counts = {}
+    for st in walk(fn.body):
+        names = []
+        if isinstance(st, (Prim, Call, Return)):
+            names = reads(st)
+        elif isinstance(st, If):
+            names = list(var_names([st.cond])) + [
+                n if isinstance(n, str) else n.name for pair in st.joins.values()
+                for n in pair if isinstance(n, (str, Var))]
+        elif isinstance(st, For):
+            names = list(st.carried) + list(var_names([st.start, st.stop, st.step]))
+        elif isinstance(st, While):
+            names = list(st.carried) + list(var_names([st.cond]))
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+    found = {}
+    for body in [fn.body] + [b for st in walk(fn.body) for b in blocks(st)]:
+        for k, st in enumerate(body):
+            if not (isinstance(st, Prim) and st.rule.mutates and st.rule.name == "setitem"
+                    and isinstance(st.args[1], Var)):
+                continue
+            x, u = st.args
+            for j in range(k - 1, -1, -1):
+                add = body[j]
+                if not isinstance(add, Prim) or add.rule.mutates:
+                    break
+                if add.targets != [u.name]:
+                    continue
+                if add.rule.name != "np.add" or counts.get(u.name) != 1:
+                    break
+                t = next((a for a in add.args if isinstance(a, Var) and counts.get(a.name) == 1
+                          and _reads_element(body[:j], a.name, x.name, st.params["index"])),
+                         None)
+                if t is not None:
+                    found[id(st)] = t.name
+                break
+    return found
+
+
+def _reads_element(body, name, array, index):
+    """Whether ``name`` is ``array[index]``, read in ``body`` with only pure
+    statements after it."""
+    for st in reversed(body):
+        if isinstance(st, Prim) and st.targets == [name]:
+            return st.rule.name == "getitem" and st.args[0] == Var(array) and \
+                st.params.get("index") == index
+        if not isinstance(st, Prim) or st.rule.mutates:
+            return False
+    return False
 
 
 def _stmt_reads(s):
