@@ -340,15 +340,15 @@ class Jacobian:
         """The vector-mode JVP for ``args`` and the tangents of each of its calls.
 
         N columns take ceil(N / WIDTH) calls of K = ceil(N / calls) tangents
-        each; a last call with fewer columns left pads with zero tangents.
+        each (``_chunks``); a last call with fewer columns left pads with zero
+        tangents.
         """
         order = tuple(sorted(nums))
         if basis is None:
             stack, blocks = _unit_basis([args[i] for i in order])
             basis = (stack, max(1, sum(size for b in blocks for _, size in b)))
         stack, total = basis
-        count = -(-total // WIDTH)
-        width = -(-total // count)
+        count, width = _chunks(total)
         layered = t.derived("primal", layers=t.layers + ((order, "pair"),), width=width)
         self._layered = layered
         calls = [[_direction(b, args[i], k) for k in range(c * width, (c + 1) * width)
@@ -418,9 +418,7 @@ class Jacobian:
         """(rows function, unit cotangent rows padded to a multiple of its width,
         blocks, output leaf shapes) for an output like ``out``."""
         basis, blocks = _unit_basis([out])
-        total = max(1, sum(size for _, size in blocks[0]))
-        count = -(-total // WIDTH)
-        width = -(-total // count)
+        count, width = _chunks(max(1, sum(size for _, size in blocks[0])))
         leaves, tree = pytree.flatten(basis[0])
         padded = [np.concatenate([e, np.zeros((count * width - e.shape[0],) + e.shape[1:],
                                               e.dtype)]) for e in leaves]
@@ -536,6 +534,13 @@ def _mapped(fun, axes, method=None):
 #: The most tangents one vector-mode JVP carries (see Jacobian._vector_columns);
 #: each is a local per active name, so this bounds the generated code's size.
 WIDTH = 16
+
+
+def _chunks(total):
+    """(calls, width): ``total`` directions in the fewest calls of at most
+    :data:`WIDTH`, as evenly as possible (the last padded with zeros)."""
+    count = -(-total // WIDTH)
+    return count, -(-total // count)
 
 
 def _leaf_key(leaf):
