@@ -26,6 +26,29 @@ def name(n):
     return ast.Name(n, ast.Load())
 
 
+def stored_names(nodes):
+    """Names assigned anywhere in the AST ``nodes``."""
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def read_names(nodes):
+    """Names read anywhere in the AST ``nodes``."""
+    return {n.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+
+
+def names_in(node):
+    """Every name in the AST ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def loads(node):
+    """Names ``node`` reads (``x += 1`` reads ``x``)."""
+    return read_names([node]) | {n.target.id for n in ast.walk(node)
+                                 if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+
+
 def atom(a):
     """An ast expression for an atom, tuple or constant."""
     if isinstance(a, Var):

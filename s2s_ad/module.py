@@ -1,9 +1,8 @@
 """Assembles the generated module: the entry function, the user functions
 it calls (once each) and their VJPs (once per activity pattern)."""
 import ast
-import re
 
-from . import codegen, custom, reverse
+from . import codegen, custom, reverse, widen
 from .ir import Call, walk
 
 
@@ -83,20 +82,15 @@ class ModuleBuilder:
 
     def pure(self, fname, seen=()):
         """Whether calling generated function ``fname`` changes nothing outside it
-        (so a vector-mode sweep may call it once per cotangent): no stack pops
-        or pushes, no restores, element writes only into arrays it made
-        itself, and only pure calls."""
+        (see :func:`s2s_ad.widen.pure_function`); calls back into ``seen``
+        count as pure."""
         if len(self._defs) != len(self.parts):
             self._defs = [{d.name: d for d in ast.parse(part).body
                            if isinstance(d, ast.FunctionDef)} for part in self.parts]
         node = next((defs[fname] for defs in self._defs if fname in defs), None)
-        if node is None:
-            return False
-        text = ast.unparse(node)
-        if _EFFECTS.search(text) or not _writes_only_own_arrays(node.body, set()):
-            return False
-        called = set(_CALLS.findall(text)) & set(self.defined) - {fname} - set(seen)
-        return all(self.pure(c, seen + (fname,)) for c in called)
+        seen = seen + (fname,)
+        return node is not None and widen.pure_function(
+            node, lambda callee: callee in seen or self.pure(callee, seen))
 
     def source(self, header):
         consts = ", ".join(f"{k} ({_describe(v)})" for k, v in self.program.consts.items())
@@ -104,41 +98,6 @@ class ModuleBuilder:
         if consts:
             lines.append(f"# module constants bound at import: {consts}")
         return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + "\n".join(self.parts)
-
-
-_EFFECTS = re.compile(r"\.pop\(|\.append\(|rt\.copy_into\(")
-_FRESH = ("np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "np.empty_like",
-          "rt.snapshot")
-
-
-def _writes_only_own_arrays(body, own):
-    """Whether every element write in ``body`` (in order) goes into an array
-    made in the function (``own``: names bound to a fresh array so far)."""
-    for s in body:
-        if isinstance(s, (ast.For, ast.While, ast.If)):
-            if not (_writes_only_own_arrays(s.body, own)
-                    and _writes_only_own_arrays(s.orelse, own)):
-                return False
-            continue
-        targets = s.targets if isinstance(s, ast.Assign) else \
-            [s.target] if isinstance(s, (ast.AugAssign, ast.AnnAssign)) else []
-        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
-                ast.unparse(s.value.func) == "rt.index_add":
-            targets = [ast.Subscript(s.value.args[0], ast.Constant(0), ast.Store())]
-        for t in targets:
-            if isinstance(t, ast.Subscript):
-                root = t
-                while isinstance(root, ast.Subscript):
-                    root = root.value
-                if not (isinstance(root, ast.Name) and root.id in own):
-                    return False
-            elif isinstance(t, ast.Name) and isinstance(s, ast.Assign):
-                value = s.value
-                made = isinstance(value, ast.BinOp) or (
-                    isinstance(value, ast.Call) and ast.unparse(value.func) in _FRESH)
-                (own.add if made else own.discard)(t.id)
-    return True
-_CALLS = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
 def _callees(fn):

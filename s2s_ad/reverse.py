@@ -98,15 +98,14 @@ class ReverseWriter:
         returns = lambda adj: ast.Return(ast.Tuple(                      # noqa: E731
             [codegen.atom(value), grads_expr(self.fn, wrt_trees, adj)], ast.Load()))
         fwd, back, ret = self._sweeps(seed_exprs, returns)
-        sweep, renames = back.lines, {}
+        sweep, per_row = back.lines, [{}]
         if width > 1:
             widened = widen.widen(back.lines, [seed for _, _, seed in seeds], width,
                                   self.names, self.module.pure)
             if widened is None:
                 width = 1
             else:
-                sweep, renames = widened
-        per_row = [{n: names[q] for n, names in renames.items()} for q in range(width)]
+                sweep, per_row = widened
         restored = sorted({s.args[0].name for s in walk(self.fn.body)
                            if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves})
         out = codegen.Writer()
@@ -115,7 +114,8 @@ class ReverseWriter:
         out.lines.extend(fwd.lines)
         captured = self._capture_mutated_outputs(out, ret.value.elts[0], back)
         # Names the adjoint sweep rebinds and may read before it does.
-        rebound = sorted(_stores(back.nodes) & self._forward_defs() & _read_first(back.lines))
+        rebound = sorted(codegen.stored_names(back.nodes) & self._forward_defs()
+                         & _read_first(back.lines))
         stacks = sorted(n for n in self.stacks.values() if n in self.used)
         count = self.names.fresh("m")
         out.node(assign(count, ast.parse(f"{rows_params[0]}.shape[0]").body[0].value))
@@ -142,8 +142,7 @@ class ReverseWriter:
             out.node(assign(n, codegen.name(final[n])))
         # The last sweep pops the recorded stacks themselves; the first finds
         # the arrays it restores as the primal sweep left them.
-        step = 1 if width == 1 else width
-        later = ast.parse(f"{row} + {step} < {count}").body[0].value
+        later = ast.parse(f"{row} + {width} < {count}").body[0].value
         for n in stacks:
             copied = ast.Call(ast.Attribute(codegen.name(final[n]), "copy", ast.Load()), [], [])
             out.node(assign(n, ast.IfExp(later, copied, codegen.name(final[n]))))
@@ -177,7 +176,7 @@ class ReverseWriter:
         """
         self.split = True
         fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_names([self.fn.out_tree])))
-        wanted = (_reads(back.nodes) | _names_in(ret)) - self.recomputed
+        wanted = (codegen.read_names(back.nodes) | codegen.names_in(ret)) - self.recomputed
         residuals = [n for n in sorted(self._forward_defs() & wanted) if n not in self.fn.params]
         out = codegen.Writer()
         codegen.def_line(out, fwd_name, self.fn.params)
@@ -249,9 +248,9 @@ class ReverseWriter:
                 if isinstance(s, (Prim, Call)):
                     for t in s.targets:
                         defs.setdefault(t, []).append(loops)
-                    reads = _stmt_reads(s) if not (isinstance(s, Prim) and s.rule.mutates) \
+                    read = reads(s) if not (isinstance(s, Prim) and s.rule.mutates) \
                         else set(var_names([s.args[1]] + list(s.params.values())))
-                    places.append((s, here, loops, roots(reads)))
+                    places.append((s, here, loops, roots(read)))
                     if isinstance(s, Call):
                         called.update(roots(var_names(s.args)))
                 else:
@@ -330,8 +329,8 @@ class ReverseWriter:
         ret = returns(self.adj)
         if self.split:       # what the bwd function can recompute is not a residual
             self._prepend_recomputed(w, self._recompute(
-                self.fn.body, _reads(w.nodes) | _names_in(ret), self.fn.params))
-        self._reads = (_reads(w.nodes) - self.recomputed) | _names_in(ret)
+                self.fn.body, codegen.read_names(w.nodes) | codegen.names_in(ret), self.fn.params))
+        self._reads = (codegen.read_names(w.nodes) - self.recomputed) | codegen.names_in(ret)
         return w, ret
 
     # -- adjoint sweep ---------------------------------------------------------
@@ -565,7 +564,7 @@ class ReverseWriter:
                     offsets[x.targets[0]] = a.value
         uses = {}
         nested = {n for x in s.body if isinstance(x, (For, While)) for y in walk(blocks_of(x))
-                  if isinstance(y, (Prim, Call)) for n in _stmt_reads(y)}
+                  if isinstance(y, (Prim, Call)) for n in reads(y)}
         bad = set(nested)
         for x in walk(s.body):
             if not isinstance(x, (Prim, Call)):
@@ -576,7 +575,7 @@ class ReverseWriter:
                 if isinstance(index, Var) and index.name in offsets:
                     uses.setdefault(name, set()).add(offsets[index.name])
                     continue
-            bad.update(_stmt_reads(x))
+            bad.update(reads(x))
             if isinstance(x, Prim) and x.rule.mutates:
                 bad.add(x.args[0].name)
         carries = {}
@@ -628,9 +627,9 @@ class ReverseWriter:
         if loop is not None:
             index = [loop.index] if isinstance(loop, For) else []
             self._prepend_recomputed(sub, self._recompute(
-                loop.body, _reads(sub.nodes), index + list(loop.carried), loop.carried))
+                loop.body, codegen.read_names(sub.nodes), index + list(loop.carried), loop.carried))
         if in_loop:
-            reads = _reads(sub.nodes) - self.recomputed
+            reads = codegen.read_names(sub.nodes) - self.recomputed
             guarded = []
             for x in body:
                 for name, sides in getattr(x, "joins", {}).items():
@@ -782,9 +781,9 @@ class ReverseWriter:
         """
         restored = {s.args[0].name for s in walk(self.fn.body)
                     if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
-        rebound = _stores(back.nodes) if back is not None else set()
+        rebound = codegen.stored_names(back.nodes) if back is not None else set()
         renames = {}
-        for name in sorted(_names_in(value)):
+        for name in sorted(codegen.names_in(value)):
             if name in restored or name in rebound:
                 renames[name] = self._local(("value", name), f"{name}_value")
                 copy_ = call("rt.snapshot", codegen.name(name)) if name in restored else \
@@ -896,9 +895,7 @@ def _increments(fn):
         if isinstance(st, (Prim, Call, Return)):
             names = reads(st)
         elif isinstance(st, If):
-            names = list(var_names([st.cond])) + [
-                n if isinstance(n, str) else n.name for pair in st.joins.values()
-                for n in pair if isinstance(n, (str, Var))]
+            names = var_names([st.cond])
         elif isinstance(st, For):
             names = list(st.carried) + list(var_names([st.start, st.stop, st.step]))
         elif isinstance(st, While):
@@ -941,11 +938,6 @@ def _reads_element(body, name, array, index):
     return False
 
 
-def _stmt_reads(s):
-    if isinstance(s, Prim):
-        return set(var_names(list(s.args) + list(s.params.values())))
-    return set(var_names(s.args))
-
 
 def _reversed_range(s):
     """``range(...)`` visiting a for loop's indices last to first."""
@@ -970,18 +962,7 @@ def _targets(s):
     return list(getattr(s, "targets", ()))
 
 
-def _stores(nodes):
-    return {n.id for node in nodes for n in ast.walk(node)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
-
-def _reads(nodes):
-    return {n.id for node in nodes for n in ast.walk(node)
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
-
-
-def _names_in(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def grads_expr(fn, wrt_trees, adj):
@@ -1044,24 +1025,19 @@ def _read_first(lines):
         for s in stmts:
             if isinstance(s, (ast.For, ast.While)):
                 head = s.iter if isinstance(s, ast.For) else s.test
-                out |= _loads(head) - assigned
+                out |= codegen.loads(head) - assigned
                 target = [s.target] if isinstance(s, ast.For) else []
-                out |= scan(s.body, set(assigned) | _stores(target))
+                out |= scan(s.body, set(assigned) | codegen.stored_names(target))
             elif isinstance(s, ast.If):
-                out |= _loads(s.test) - assigned
+                out |= codegen.loads(s.test) - assigned
                 out |= scan(s.body, set(assigned)) | scan(s.orelse, set(assigned))
             else:
-                out |= _loads(s) - assigned
-                assigned |= _stores([s])
+                out |= codegen.loads(s) - assigned
+                assigned |= codegen.stored_names([s])
         return out
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
     return scan(tree.body, set())
 
-
-def _loads(node):
-    """Names ``node`` reads (``x += 1`` reads ``x``)."""
-    return _reads([node]) | {n.target.id for n in ast.walk(node)
-                             if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
 
 
 def _rebuild_tuple(node, names):

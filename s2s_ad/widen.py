@@ -1,6 +1,6 @@
 """Vector-mode adjoint sweeps: one sweep that carries K cotangents at once.
 
-``widen(lines, seeds, width, fresh)`` takes the source of an adjoint sweep
+``widen(lines, seeds, width, names, pure)`` takes the source of an adjoint sweep
 (one cotangent per output, seeded by the names ``seeds``) and returns a
 sweep for ``width`` cotangents.  A name is *dependent* when its value
 depends on a seed: assigned from a dependent value, or written into
@@ -18,33 +18,42 @@ on shared state (a stack pop or push, a call of a generated function that
 is not a pure joint VJP, a runtime call that writes into a shared array).
 """
 import ast
+import copy
 import textwrap
+
+from . import codegen
+from .adjoints import Subst
 
 _MARK = "__s2s_ad_comment__"
 #: Runtime calls that write into their first argument.
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
+#: Calls that return a new array (element writes into it stay inside a function).
+_FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "np.empty_like",
+          "rt.snapshot"}
 
 
 def widen(lines, seeds, width, names, pure):
-    """The sweep ``lines`` for ``width`` cotangents, and each dependent name's
-    ``width`` names (None when the sweep cannot be widened).
+    """The sweep ``lines`` for ``width`` cotangents, and per cotangent the names
+    its copies use (dependent name -> its copy), or None when the sweep cannot
+    be widened.
 
     ``names`` allocates the new names; ``pure(fname)`` says whether a call of
-    generated function ``fname`` may be repeated (see ModuleBuilder.pure).
+    generated function ``fname`` may be repeated (see :func:`pure_function`).
     """
     tree = ast.parse(_comments_to_marks(lines))
     dependent = _dependent(tree.body, set(seeds))
     if not _bound_first(tree.body, dependent - set(seeds)):
         return None
-    renames = {n: names.family(n, width) for n in sorted(dependent)}
+    families = {n: names.family(n, width) for n in sorted(dependent)}
+    per_row = [{n: family[q] for n, family in families.items()} for q in range(width)]
     try:
-        body = _rewrite(tree.body, dependent, renames, width, pure)
+        body = _rewrite(tree.body, dependent, per_row, pure)
     except _Shared:
         return None
     module = ast.fix_missing_locations(ast.Module(body, []))
-    return _marks_to_comments(ast.unparse(module)).splitlines(), renames
+    return _marks_to_comments(ast.unparse(module)).splitlines(), per_row
 
 
 class _Shared(Exception):
@@ -57,7 +66,7 @@ def _dependent(body, seeds):
     while changed:
         changed = False
         for s in _simple(body):
-            if _reads(s) & out:
+            if codegen.loads(s) & out:
                 new = _written(s) - out
                 if new:
                     out |= new
@@ -73,48 +82,85 @@ def _bound_first(body, names):
     for s in _simple(body):
         bound = _roots(s.targets) if isinstance(s, ast.Assign) and all(
             isinstance(t, (ast.Name, ast.Tuple)) for t in s.targets) else set()
-        for n in (_mentions(s) & names) - seen:
-            if n not in bound or n in _reads(s):
+        for n in (codegen.names_in(s) & names) - seen:
+            if n not in bound or n in codegen.loads(s):
                 return False
             seen.add(n)
     return True
 
 
-def _rewrite(body, dependent, renames, width, pure):
+def _rewrite(body, dependent, per_row, pure):
     out = []
     for s in body:
         if isinstance(s, (ast.For, ast.While, ast.If)):
             head = s.iter if isinstance(s, ast.For) else s.test
-            if _reads(head) & dependent:
+            if codegen.loads(head) & dependent:
                 raise _Shared
-            s.body = _rewrite(s.body, dependent, renames, width, pure)
-            s.orelse = _rewrite(s.orelse, dependent, renames, width, pure)
+            s.body = _rewrite(s.body, dependent, per_row, pure)
+            s.orelse = _rewrite(s.orelse, dependent, per_row, pure)
             out.append(s)
-        elif _mentions(s) & dependent:
+        elif codegen.names_in(s) & dependent:
             _check_repeatable(s, dependent, pure)
-            for q in range(width):
-                out.append(_Rename({n: names[q] for n, names in renames.items()}).visit(
-                    _copy(s)))
+            out.extend(renamed(s, mapping) for mapping in per_row)
         else:
             out.append(s)
     return out
 
 
 def _check_repeatable(s, dependent, pure):
+    if not _confined(s, dependent, pure):
+        raise _Shared
+
+
+def _confined(s, mine, pure):
+    """Whether statement ``s`` changes nothing but the names ``mine``: element
+    writes, the runtime's in-place writers and method calls (``stack.pop()``)
+    only on them, and calls only of builtins or of generated functions for
+    which ``pure(fname)`` holds."""
+    targets = s.targets if isinstance(s, ast.Assign) else \
+        [s.target] if isinstance(s, (ast.AugAssign, ast.AnnAssign)) else []
+    for t in targets:
+        if isinstance(t, ast.Subscript) and not _roots([t]) <= mine:
+            return False
     for node in ast.walk(s):
         if not isinstance(node, ast.Call):
             continue
         func = ast.unparse(node.func)
         if func in _WRITES_FIRST:
-            if not (node.args and isinstance(node.args[0], ast.Name)
-                    and node.args[0].id in dependent):
-                raise _Shared
-        elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES) and \
-                not (isinstance(node.func.value, ast.Name) and node.func.value.id in dependent):
-            raise _Shared          # a method call on shared state: stack.pop(), append(...)
+            if not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in mine):
+                return False
+        elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES):
+            if not (isinstance(node.func.value, ast.Name) and node.func.value.id in mine):
+                return False
         elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTINS \
                 and not pure(node.func.id):
-            raise _Shared          # a generated function that pops stacks or writes
+            return False
+    return True
+
+
+def pure_function(node, pure):
+    """Whether calling the generated function ``node`` (an ``ast.FunctionDef``)
+    changes nothing outside it, so that a sweep may call it once per
+    cotangent: every statement confined to the arrays it made itself, and
+    ``pure`` holding for the generated functions it calls."""
+    own = set()
+
+    def confined(body):
+        for s in body:
+            if isinstance(s, (ast.For, ast.While, ast.If)):
+                if not (confined(s.body) and confined(s.orelse)):
+                    return False
+                continue
+            if not _confined(s, own, pure):
+                return False
+            if isinstance(s, ast.Assign):
+                made = isinstance(s.value, ast.BinOp) or (
+                    isinstance(s.value, ast.Call) and ast.unparse(s.value.func) in _FRESH)
+                for t in s.targets:
+                    if isinstance(t, ast.Name):
+                        (own.add if made else own.discard)(t.id)
+        return True
+    return confined(node.body)
 
 
 def _simple(body):
@@ -125,12 +171,6 @@ def _simple(body):
         else:
             yield s
 
-
-def _reads(node):
-    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    if isinstance(node, ast.AugAssign):
-        out |= _roots([node.target])
-    return out
 
 
 def _written(s):
@@ -160,25 +200,10 @@ def _roots(targets):
     return out
 
 
-def _mentions(s):
-    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, mapping):
-        self.mapping = mapping
-
-    def visit_Name(self, node):
-        return ast.copy_location(ast.Name(self.mapping.get(node.id, node.id), node.ctx), node)
-
 
 def renamed(node, mapping):
-    """A copy of expression ``node`` with names renamed by ``mapping``."""
-    return _Rename(mapping).visit(ast.parse(ast.unparse(node), mode="eval").body)
-
-
-def _copy(node):
-    return ast.parse(ast.unparse(node)).body[0]
+    """A copy of ``node`` with names renamed by ``mapping``."""
+    return Subst({k: codegen.name(v) for k, v in mapping.items()}).visit(copy.deepcopy(node))
 
 
 def _comments_to_marks(lines):

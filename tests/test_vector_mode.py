@@ -216,7 +216,7 @@ def _widen(text, seeds=("b_out",), width=2, pure=lambda name: False):
 
 
 def test_widen_repeats_only_what_depends_on_the_cotangent():
-    lines, renames = _widen(
+    lines, per_row = _widen(
         "bx = rt.zeros_like(x)\n"
         "for i in range(n - 1, -1, -1):\n"
         "    # adjoint of: s += x[i]\n"
@@ -234,7 +234,7 @@ def test_widen_repeats_only_what_depends_on_the_cotangent():
         "    rt.index_add(bx_0, i, b_out_0 * w)",
         "    rt.index_add(bx_1, i, b_out_1 * w)",
         "rt.copy_into(x, x_final)"]
-    assert renames == {"b_out": ["b_out_0", "b_out_1"], "bx": ["bx_0", "bx_1"]}
+    assert per_row == [{"b_out": "b_out_0", "bx": "bx_0"}, {"b_out": "b_out_1", "bx": "bx_1"}]
 
 
 @pytest.mark.parametrize("text", [
