@@ -133,8 +133,9 @@ class Jacobian:
                     f"{how} (below)\n{text}")
         if self.mode == "fwd" and t is not None and t.kind == "primal" and t.target == "cpu":
             if example_args:
-                layered, tangents = self._vector_call(t, example_args, self._nums(example_args))
-                text = source(layered, *_with_units(t, example_args), *tangents[0])
+                layered, calls, _, _ = self._vector_plan(t, example_args,
+                                                         self._nums(example_args))
+                text = source(layered, *_with_units(t, example_args), *calls[0])
             else:
                 layered = self._layered
                 text = source(layered) if layered is not None else source(inner)
@@ -319,13 +320,10 @@ class Jacobian:
         key = tuple(_leaf_key(leaf) for i in order for leaf in pytree.flatten(args[i])[0])
         plan = self._plans.get(key)
         if plan is None:
-            basis, blocks = _unit_basis([args[i] for i in order])
-            total = sum(size for b in blocks for _, size in b)
-            if total == 0:
-                return self._empty(args, nums)
-            plan = self._plans[key] = (blocks, total) + self._vector_call(
-                t, args, nums, (basis, total))
-        blocks, total, layered, calls = plan
+            plan = self._plans[key] = self._vector_plan(t, args, nums)
+        layered, calls, blocks, total = plan
+        if total == 0:
+            return self._empty(args, nums)
         head = _with_units(t, args)
         columns = []
         for tangents in calls:
@@ -336,24 +334,22 @@ class Jacobian:
         result = pytree.unflatten(stacked, pytree.flatten(columns[0])[1])
         return self._assemble(result, args, nums, order, blocks, axis=-1)
 
-    def _vector_call(self, t, args, nums, basis=None):
-        """The vector-mode JVP for ``args`` and the tangents of each of its calls.
+    def _vector_plan(self, t, args, nums):
+        """(vector-mode JVP, the tangents of each of its calls, blocks, columns).
 
         N columns take ceil(N / WIDTH) calls of K = ceil(N / calls) tangents
         each (``_chunks``); a last call with fewer columns left pads with zero
         tangents.
         """
         order = tuple(sorted(nums))
-        if basis is None:
-            stack, blocks = _unit_basis([args[i] for i in order])
-            basis = (stack, max(1, sum(size for b in blocks for _, size in b)))
-        stack, total = basis
-        count, width = _chunks(total)
+        stack, blocks = _unit_basis([args[i] for i in order])
+        total = sum(size for b in blocks for _, size in b)
+        count, width = _chunks(max(1, total))
         layered = t.derived("primal", layers=t.layers + ((order, "pair"),), width=width)
         self._layered = layered
         calls = [[_direction(b, args[i], k) for k in range(c * width, (c + 1) * width)
                   for b, i in zip(stack, order)] for c in range(count)]
-        return layered, calls
+        return layered, calls, blocks, total
 
     def _assemble(self, result, args, nums, order, blocks, axis=0):
         """The Jacobian from ``result``: the output's tangents stacked on ``axis``
@@ -376,14 +372,13 @@ class Jacobian:
         if t.target == "cpu":
             out, grads, blocks = self._compiled_rows(t, args, nums)
         else:
-            out = t(*args)
+            out, grads = t(*args), None
             basis, blocks = _unit_basis([out])
-            if sum(size for _, size in blocks[0]) == 0:
-                return self._empty(args, nums)
-            pull = t.derived("vjp", argnums=tuple(nums), single=False)
-            grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
         if sum(size for _, size in blocks[0]) == 0:
             return self._empty(args, nums)
+        if grads is None:
+            pull = t.derived("vjp", argnums=tuple(nums), single=False)
+            grads = _mapped(pull, (None,) * len(args) + (0,))(*args, basis[0])
         out_leaves, out_tree = pytree.flatten(out)
         by_arg = {i: pytree.flatten(g)[0] for i, g in zip(nums, grads)}
         rows = dict(enumerate(blocks[0]))

@@ -104,8 +104,9 @@ def test_chunked_columns_match_finite_differences_and_reverse_mode(n):
 
 
 def test_width_and_number_of_calls():
-    layered, calls = jitted(ring)._vector_call(
+    layered, calls, _, total = jitted(ring)._vector_plan(
         jacobians._as_transformed(jitted(ring).fun), (np.ones(40),), [0])
+    assert total == 40
     assert layered.width == 14 and len(calls) == 3       # 40 columns: 14 + 14 + 12
     assert all(len(c) == 14 for c in calls)
     assert not np.any(calls[-1][-1]) and calls[-1][11][39] == 1.0
