@@ -7,6 +7,8 @@ from numba.extending import overload
 from . import elementwise
 from ._nbutil import compile_impl
 
+SIMD_MIN = elementwise.SIMD_MIN
+
 
 @overload(elementwise.clip)
 def _clip(a, a_min, a_max):
@@ -37,9 +39,6 @@ def _register_simd(name):
                 return out
             return impl
         return lambda x: ufunc(x)
-
-
-SIMD_MIN = elementwise.SIMD_MIN
 
 
 for _name in elementwise.TRANSCENDENTAL:

@@ -27,13 +27,17 @@ TRANSCENDENTAL = ("exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin"
                   "arctanh")
 
 
+#: The smallest array for which compiled code calls NumPy's kernel.
+SIMD_MIN = 512
+
+
 def _through_numpy(name):
     ufunc = getattr(np, name)
 
     def f(x):
         return ufunc(x)
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"np.{name}(x); compiled, a float array of {{SIMD_MIN}} elements or more "
+    f.__doc__ = (f"np.{name}(x); compiled, a float array of {SIMD_MIN} elements or more "
                  f"runs NumPy's SIMD kernel (the call costs about 3 us).")
     return f
 
@@ -41,6 +45,3 @@ def _through_numpy(name):
 for _name in TRANSCENDENTAL:
     globals()[_name] = _through_numpy(_name)
 del _name
-
-#: The smallest array for which compiled code calls NumPy's kernel.
-SIMD_MIN = 512

@@ -137,17 +137,19 @@ def _accumulate(adj, expr):
     twin = _ACCUMULATING.get(_called(expr))
     if twin is not None:
         return assign(adj, call(twin, codegen.name(adj), *expr.args))
-    op = ast.Add()
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
-        op, expr = ast.Sub(), expr.operand
-    return ast.AugAssign(ast.Name(adj, ast.Store()), op, expr)
+    return ast.AugAssign(ast.Name(adj, ast.Store()), *_signed(expr))
 
 
 def _plus(left, expr):
     """``left + expr`` (``left - e`` for ``expr = -e``)."""
+    return ast.BinOp(left, *_signed(expr))
+
+
+def _signed(expr):
+    """(operator, operand) that add ``expr``: (Sub, e) for ``expr = -e``."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
-        return ast.BinOp(left, ast.Sub(), expr.operand)
-    return ast.BinOp(left, ast.Add(), expr)
+        return ast.Sub(), expr.operand
+    return ast.Add(), expr
 
 
 # Helpers whose result may be their first argument (or a view of it).
