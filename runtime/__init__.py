@@ -24,7 +24,16 @@ from .batching import matmul as bmatmul
 from .batching import outer as bouter
 from .batching import outer_grad as bouter_grad
 from .batching import unbroadcast as batch_unbroadcast
-from .control import copy_into, range_last, rows_like, set_row, snapshot, stack_like
+from .control import (
+    copy_into,
+    lanes,
+    range_last,
+    rows_like,
+    set_row,
+    snapshot,
+    stack_like,
+    zeros_lanes,
+)
 from .elementwise import (  # SIMD kernels for compiled code on large arrays
     arccos,
     arccosh,
@@ -85,7 +94,8 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "clip",
     "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
-    "range_last", "snapshot", "index_add", "rows_like", "set_row", "copy_into", "stack_like",
+    "range_last", "snapshot", "index_add", "rows_like", "set_row", "lanes", "zeros_lanes",
+    "copy_into", "stack_like",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",

@@ -48,6 +48,19 @@ def rows_like(x, m):
     return np.empty((m,) + np.shape(x), dtype=grad_dtype(x))
 
 
+@register_jitable
+def lanes(arrays):
+    """The arrays (one per cotangent of a vector-mode sweep, all of one shape)
+    side by side on a new last axis: ``lanes(a)[..., q]`` is ``a[q]``."""
+    return np.stack(arrays, -1)
+
+
+@register_jitable
+def zeros_lanes(x, k):
+    """``lanes`` of ``k`` arrays ``np.zeros_like(x)``."""
+    return np.zeros(x.shape + (k,), x.dtype)
+
+
 def set_row(out, row, value):
     """``out[row] = value`` for a scalar or an array of ``out[row]``'s shape."""
     out[row] = value

@@ -181,7 +181,12 @@ class Subst(ast.NodeTransformer):
         self.env = env
 
     def visit_Name(self, node):
-        return copy.deepcopy(self.env[node.id]) if node.id in self.env else node
+        if node.id not in self.env:
+            return node
+        new = copy.deepcopy(self.env[node.id])
+        if isinstance(new, ast.Name):
+            new.ctx = node.ctx          # a renamed assignment target stays one
+        return new
 
 
 def instantiate(template, env):

@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,11 @@ def import_file(path, modname, consts=()):
     return module
 
 
-def load(source, consts, functions, stem, target="python", options=None):
-    """Import the generated module and return it, compiled for ``target``."""
+def load(source, consts, functions, stem, target="python", options=None, superword=False):
+    """Import the generated module and return it, compiled for ``target``.
+
+    ``superword``: compile with LLVM's SLP vectorizer (see :func:`_superword`).
+    """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     options = dict(options or {})
@@ -79,8 +83,39 @@ def load(source, consts, functions, stem, target="python", options=None):
         if options.get("parallel"):
             njit_options["parallel"] = True
         for name in functions:
-            setattr(module, name, numba.njit(**njit_options)(getattr(module, name)))
+            dispatcher = numba.njit(**njit_options)(getattr(module, name))
+            setattr(module, name, _superword(dispatcher) if superword else dispatcher)
     elif target == "cuda":
         raise ValueError("target='cuda' compiles batched functions (ad.vmap); "
                          "use target='cpu' for this function")
     return module
+
+
+_SLP = threading.RLock()     # a sweep compiles the functions it calls inside its own compile
+
+
+def _superword(dispatcher):
+    """``dispatcher``, compiling with LLVM's SLP (superword-level parallelism)
+    vectorizer on.
+
+    Numba turns it off for all code (its ``SLP_VECTORIZE`` setting) since
+    LLVM miscompiled some integer code with it; the vector-mode adjoint
+    sweeps that ask for it are float arithmetic repeated once per cotangent
+    on neighbouring elements (see :mod:`s2s_ad.widen`), where it packs the
+    K copies of a statement into SIMD instructions.  Numba reads the setting
+    each time it builds LLVM's pass pipeline, so it is switched on only
+    while this dispatcher (and what it calls) compiles.
+    """
+    from numba.core import config
+    compile_for = dispatcher.compile
+
+    def compile(sig):
+        with _SLP:
+            before = config.SLP_VECTORIZE
+            config.SLP_VECTORIZE = True
+            try:
+                return compile_for(sig)
+            finally:
+                config.SLP_VECTORIZE = before
+    dispatcher.compile = compile
+    return dispatcher

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, custom, forward, scalarize, vectorize
+from . import backends, custom, forward, scalarize, vectorize, widen
 from .anf import Program
 from .ir import For, While, walk
 from .module import ModuleBuilder
@@ -162,7 +162,8 @@ def simd_calls(source):
 
 def compile(st):
     st.compiled = backends.load(st.source, st.program.consts, st.module.defined, st.entry,
-                                st.request.target, st.request.options)
+                                st.request.target, st.request.options,
+                                superword=widen.uses_lanes(st.source))
     if st.request.target == "cpu" and not has_loops(st.program):
         # Array code without loops may run faster as NumPy calls than under
         # Numba (NumPy's exp/tanh are SIMD); the API measures both once.

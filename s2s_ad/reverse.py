@@ -100,8 +100,12 @@ class ReverseWriter:
         fwd, back, ret = self._sweeps(seed_exprs, returns)
         sweep, per_row = back.lines, [{}]
         if width > 1:
+            known = dict(self.ranks)
+            known.update((adj, self.ranks.get(var)) for var, adj in self._named.items()
+                         if isinstance(var, str))
             widened = widen.widen(back.lines, [seed for _, _, seed in seeds], width,
-                                  self.names, self.module.pure)
+                                  self.names, self.module.pure, known,
+                                  codegen.names_in(ret.value.elts[1]))
             if widened is None:
                 width = 1
             else:

@@ -16,6 +16,13 @@ Returns None when the sweep cannot be shared: a loop or branch whose
 header reads a dependent name, or a repeated statement with a side effect
 on shared state (a stack pop or push, a call of a generated function that
 is not a pure joint VJP, a runtime call that writes into a shared array).
+
+Arrays whose elements the loops read and write (``bx[i] += ...``) get
+*lanes*: the K copies become views ``bx_lanes[..., q]`` of one array with
+the K cotangents side by side in memory, and the loops index that array
+(``bx_lanes[i, ..., q]``).  The K repeated statements of a loop body then
+load and store neighbouring elements, which LLVM's SLP vectorizer turns into
+SIMD instructions across the cotangents (see :func:`uses_lanes`).
 """
 import ast
 import copy
@@ -34,13 +41,16 @@ _FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "
           "rt.snapshot"}
 
 
-def widen(lines, seeds, width, names, pure):
+def widen(lines, seeds, width, names, pure, ranks=None, after=()):
     """The sweep ``lines`` for ``width`` cotangents, and per cotangent the names
     its copies use (dependent name -> its copy), or None when the sweep cannot
     be widened.
 
     ``names`` allocates the new names; ``pure(fname)`` says whether a call of
-    generated function ``fname`` may be repeated (see :func:`pure_function`).
+    generated function ``fname`` may be repeated (see :func:`pure_function`);
+    ``ranks`` (name -> rank, where known) says which dependent names hold
+    arrays and which indices are scalars, for the lanes (see :func:`_lanes`);
+    ``after`` holds the names read after the sweep.
     """
     tree = ast.parse(_comments_to_marks(lines))
     dependent = _dependent(tree.body, set(seeds))
@@ -52,6 +62,7 @@ def widen(lines, seeds, width, names, pure):
         body = _rewrite(tree.body, dependent, per_row, pure)
     except _Shared:
         return None
+    body = _lanes(body, families, ranks or {}, names, set(after))
     module = ast.fix_missing_locations(ast.Module(body, []))
     return _marks_to_comments(ast.unparse(module)).splitlines(), per_row
 
@@ -105,6 +116,133 @@ def _rewrite(body, dependent, per_row, pure):
         else:
             out.append(s)
     return out
+
+
+#: Lanes are made for arrays bound by these calls (new arrays, as from arithmetic).
+_LANE_FRESH = {"rt.zeros_like", "np.zeros_like", "np.copy"}
+
+
+def uses_lanes(source):
+    """Whether generated ``source`` has lanes (and so wants the SLP vectorizer)."""
+    return "rt.lanes(" in source or "rt.zeros_lanes(" in source
+
+
+def _lanes(body, families, ranks, names, after):
+    """Give each eligible array family one lanes array (see the module doc).
+
+    A family qualifies when its K copies are arrays (``ranks``), each bound
+    once, at the sweep's top level, to a new array (arithmetic or a call in
+    :data:`_LANE_FRESH`), and every mention of a copy inside a loop is an
+    element or slice read or write with scalar indices.  The copies are then
+    views of the lanes array, so code outside the loops, aliases included,
+    sees the same values as before (a view no code outside the loops reads,
+    and no name in ``after``, is left out).
+    """
+    loops = [s for s in body if isinstance(s, (ast.For, ast.While))]
+    for base, copies in families.items():
+        if not ranks.get(base) or not loops:
+            continue
+        where = _single_bindings(body, copies)
+        if where is None or not _lane_uses(loops, set(copies), ranks):
+            continue
+        lanes = names.fresh(f"{base}_lanes")
+        values = [body[i].value for i in where]
+        zeros = {ast.unparse(v) for v in values}
+        if len(zeros) == 1 and ast.unparse(values[0].func) == "rt.zeros_like":
+            made = [_statement(f"{lanes} = rt.zeros_lanes({ast.unparse(values[0].args[0])}, "
+                               f"{len(copies)})")]
+            keep = set()
+        else:
+            made = [_statement(f"{lanes} = rt.lanes(({', '.join(copies)},))")]
+            keep = set(where)
+        last = max(where)
+        index = {c: q for q, c in enumerate(copies)}
+        rest = body[last + 1:]
+        for s in rest:
+            if isinstance(s, (ast.For, ast.While)):
+                _ToLanes(index, lanes).visit(s)
+        read = codegen.read_names(rest)
+        made += [_statement(f"{c} = {lanes}[..., {q}]") for q, c in enumerate(copies)
+                 if c in read or base in after]
+        body = [s for i, s in enumerate(body[:last + 1]) if i not in where or i in keep] + \
+            made + rest
+    return body
+
+
+def _statement(text):
+    return ast.parse(text).body[0]
+
+
+def _single_bindings(body, copies):
+    """Positions in ``body`` of the one top-level binding of each copy to a new
+    array, or None if a copy is bound otherwise or more than once."""
+    where = []
+    for c in copies:
+        found = [i for i, s in enumerate(body) if isinstance(s, ast.Assign)
+                 and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                 and s.targets[0].id == c]
+        if len(found) != 1:
+            return None
+        value = body[found[0]].value
+        if not (isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
+                isinstance(value, ast.Call) and ast.unparse(value.func) in _LANE_FRESH)):
+            return None
+        stores = [n for s in body for n in ast.walk(s)
+                  if isinstance(n, ast.Name) and n.id == c and not isinstance(n.ctx, ast.Load)]
+        if len(stores) != 1:
+            return None
+        where.append(found[0])
+    return where
+
+
+def _lane_uses(loops, copies, ranks):
+    """Whether the loops mention ``copies`` (at least once) only as the array
+    of a subscript with scalar indices."""
+    subscripted, seen = set(), 0
+    for loop in loops:
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                    and node.value.id in copies:
+                if not _scalar_index(node.slice, ranks):
+                    return False
+                subscripted.add(id(node.value))
+            elif isinstance(node, ast.Name) and node.id in copies:
+                seen += 1
+    return bool(subscripted) and seen == len(subscripted)
+
+
+def _scalar_index(index, ranks):
+    if isinstance(index, ast.Tuple):
+        return all(_scalar_index(e, ranks) for e in index.elts)
+    if isinstance(index, ast.Slice):
+        return all(p is None or _scalar_index(p, ranks)
+                   for p in (index.lower, index.upper, index.step))
+    if isinstance(index, ast.Constant):
+        return type(index.value) is int
+    if isinstance(index, ast.Name):
+        return ranks.get(index.id) == 0
+    if isinstance(index, ast.BinOp):
+        return _scalar_index(index.left, ranks) and _scalar_index(index.right, ranks)
+    if isinstance(index, ast.UnaryOp):
+        return _scalar_index(index.operand, ranks)
+    return False
+
+
+class _ToLanes(ast.NodeTransformer):
+    """``copy_q[idx]`` -> ``lanes[idx, ..., q]``."""
+
+    def __init__(self, index, lanes):
+        self.index, self.lanes = index, lanes
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.index:
+            q = self.index[node.value.id]
+            idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            node.value = ast.Name(self.lanes, ast.Load())
+            node.slice = ast.Tuple(list(idx) + [ast.Constant(Ellipsis), ast.Constant(q)],
+                                   ast.Load())
+        return node
 
 
 def _check_repeatable(s, dependent, pure):

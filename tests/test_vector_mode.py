@@ -252,3 +252,90 @@ def test_widen_refuses_sweeps_it_cannot_share(text):
 def test_widen_repeats_calls_of_pure_generated_functions():
     lines, _ = _widen("bv, = vjp_h(v, b_out)\n", pure=lambda name: name == "vjp_h")
     assert lines == ["bv_0, = vjp_h(v, b_out_0)", "bv_1, = vjp_h(v, b_out_1)"]
+
+
+# -- lanes: the K copies of an array side by side, for the SLP vectorizer ---------------------
+
+def _lanes(text, ranks, width=2, after=()):
+    names = Names({n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)})
+    return widen.widen(text.splitlines(), ["b_out"], width, names, lambda name: False,
+                       ranks, after)[0]
+
+
+def test_widen_gives_arrays_the_loops_index_lanes():
+    lines = _lanes("bd = b_out * s\n"
+                   "bx = rt.zeros_like(x)\n"
+                   "for i in range(n):\n"
+                   "    bx[i] += bd[i + 1] * w\n",
+                   {"b_out": 1, "bd": 1, "bx": 1, "i": 0}, after={"bx"})
+    assert lines == [
+        "bd_0 = b_out_0 * s",
+        "bd_1 = b_out_1 * s",
+        "bd_lanes = rt.lanes((bd_0, bd_1))",       # bd's copies are read nowhere else
+        "bx_lanes = rt.zeros_lanes(x, 2)",
+        "bx_0 = bx_lanes[..., 0]",                 # bx is read after the sweep
+        "bx_1 = bx_lanes[..., 1]",
+        "for i in range(n):",
+        "    bx_lanes[i, ..., 0] += bd_lanes[i + 1, ..., 0] * w",
+        "    bx_lanes[i, ..., 1] += bd_lanes[i + 1, ..., 1] * w"]
+
+
+@pytest.mark.parametrize("text", [
+    "bx = rt.zeros_like(x)\nfor i in range(n):\n    bx[k] += b_out\n",          # index of unknown rank
+    "bx = rt.zeros_like(x)\nfor i in range(n):\n    rt.index_add(bx, i, b_out)\n",   # passed on
+    "bx = b_out\nfor i in range(n):\n    bx[i] += 1.0\n",                  # an alias, not a new array
+    "bx = rt.zeros_like(x)\nfor i in range(n):\n    bx = bx * b_out\n",   # rebound in the loop
+    "for i in range(n):\n    bx = b_out * 2.0\n    bx[i] += 1.0\n",       # bound inside the loop
+])
+def test_widen_leaves_arrays_without_lanes_where_views_could_differ(text):
+    lines = _lanes(text, {"b_out": 1, "bx": 1, "i": 0, "k": None})
+    assert lines and not any("lanes" in line for line in lines)
+
+
+def planes(a, w):
+    """2-D elements, row views and slices in the loops: lanes of rank 2."""
+    n, m = a.shape
+    out = np.zeros(m)
+    acc = np.zeros((n, m))
+    for i in range(n):
+        acc[i] = a[i] * w[i]
+        for j in range(m):
+            out[j] += math.tanh(acc[i, j]) * a[i, (j + 1) % m]
+        out[1:] += acc[i, :m - 1] * 0.5
+    return out
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5, 17)])
+def test_lanes_of_matrices_match_forward_mode_and_finite_differences(shape):
+    rng = np.random.default_rng(shape[1])
+    a, w = rng.normal(size=shape), rng.normal(size=shape[0])
+    got = jitted(planes, "jacrev")(a, w)
+    np.testing.assert_allclose(got, ad.jacfwd(planes)(a, w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, fd_jacobian(lambda v: planes(v.reshape(shape), w), a.ravel())
+                               .reshape(got.shape), rtol=1e-6, atol=1e-7)
+    src = ad.source(jitted(planes, "jacrev"), a, w)
+    assert "ba_lanes = rt.zeros_lanes(a, " in src and "ba_lanes[i, " in src
+
+
+def test_superword_compiles_with_llvm_slp_on_and_restores_the_setting(monkeypatch):
+    import numba
+    from numba.core import codegen, config
+
+    from s2s_ad import backends
+    seen = []
+    build = codegen.CPUCodegen._pass_builder
+
+    def spy(self, **kwargs):
+        seen.append(kwargs.get("slp_vectorize", config.SLP_VECTORIZE))
+        return build(self, **kwargs)
+    monkeypatch.setattr(codegen.CPUCodegen, "_pass_builder", spy)
+
+    def twice(v):
+        return v[0] * 2.0 + v[1] * 2.0
+
+    before = config.SLP_VECTORIZE
+    assert backends._superword(numba.njit(twice))(np.ones(2)) == 4.0
+    assert True in seen and config.SLP_VECTORIZE == before
+    seen.clear()
+    assert numba.njit(twice)(np.ones(2)) == 4.0     # other code: Numba's setting
+    assert seen and True not in seen
