@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from . import pytree
-from .api import Transformed, _check_arity, _plain, _unit_like
+from .api import Transformed, _check_arity, _plain, _signature, _unit_like
 
 
 def jvp(fun, primals, tangents):
@@ -107,6 +107,7 @@ class Jacobian:
         self.__wrapped__ = fun
         self._layered = None          # the last vector-mode JVP (see _vector_columns)
         self._plans = {}              # argument leaf shapes -> its vector-mode calls
+        self._fast = {}               # argument signatures -> {shapes: compiled rows call}
         self.__name__ = f"jac{mode}_{getattr(fun, '__name__', 'f')}"
         self.__qualname__ = self.__name__
 
@@ -193,6 +194,13 @@ class Jacobian:
         return nums
 
     def __call__(self, *args):
+        by_shape = self._fast.get(tuple(map(_signature, args)))
+        if by_shape is not None:
+            run = by_shape.get(tuple(map(np.shape, args)))
+            if run is not None:
+                result = run(args)
+                if result is not None:
+                    return result
         return self._evaluate(args, None)
 
     def jvp(self, primals, tangents):
@@ -407,7 +415,32 @@ class Jacobian:
         if [np.shape(x) for x in pytree.flatten(out)[0]] != plan[3]:
             plan = self._plans[key] = self._rows_plan(t, args, nums, out)
             out, grads = _call_rows(plan, args)
+        self._remember_rows(t, args, nums, plan, out)
         return out, grads, plan[2]
+
+    def _remember_rows(self, t, args, nums, plan, out):
+        """After a call with plain float64 arrays and numbers returning one array
+        or number, later calls with the same signature and shapes go straight
+        to the compiled rows function (the checks above hold for them too)."""
+        key = tuple(map(_signature, args))
+        if None in key or t.units or any(key[i] != 0 and key[i][1] != "f" for i in nums) or \
+                pytree.flatten(out)[1] is not None or np.ndim(out) and \
+                np.result_type(out) != np.float64:
+            return
+        pull, rows, _, shapes = plan
+        entry = pull.entry(tuple(args) + (rows,))[0]
+        size, out_shape = int(np.prod(shapes[0])), shapes[0]
+        pieces = [(i, out_shape + np.shape(args[i])) for i in nums]
+        single = self.single
+
+        def run(args):
+            out, grads = entry(*args, rows)
+            if np.shape(out) != out_shape:
+                return None          # a shape the plan did not see: the checked path
+            blocks = tuple(_scalarize(g[:size].reshape(shape))
+                           for g, (_, shape) in zip(grads, pieces))
+            return blocks[0] if single else blocks
+        self._fast.setdefault(key, {})[tuple(map(np.shape, args))] = run
 
     def _rows_plan(self, t, args, nums, out):
         """(rows function, unit cotangent rows padded to a multiple of its width,

@@ -339,3 +339,22 @@ def test_superword_compiles_with_llvm_slp_on_and_restores_the_setting(monkeypatc
     seen.clear()
     assert numba.njit(twice)(np.ones(2)) == 4.0     # other code: Numba's setting
     assert seen and True not in seen
+
+
+def test_repeated_jacrev_calls_go_straight_to_the_compiled_rows():
+    """After a first call, calls with the same signature and shapes skip the
+    checks and plans; new shapes and argnums tuples still come out right."""
+    centers = np.array([-0.5, 0.0, 0.25, 0.8])
+    f = jitted(kde, "jacrev")
+    for n in (30, 30, 7, 30):
+        x = np.linspace(-1.0, 1.0, n)
+        np.testing.assert_allclose(f(x, centers), fd_jacobian(lambda v: kde(v, centers), x),
+                                   rtol=1e-6, atol=1e-8)
+    assert sum(map(len, f._fast.values())) == 2          # one direct call per shape
+    both = ad.jacrev(ad.jit(kde), argnums=(0, 1))
+    x = np.linspace(-1.0, 1.0, 9)
+    for _ in range(2):
+        jx, jc = both(x, centers)
+        rx, rc = ad.jacfwd(kde, argnums=(0, 1))(x, centers)
+        np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jc, rc, rtol=1e-12, atol=1e-12)
