@@ -340,7 +340,32 @@ class Jacobian:
         stacked = [np.stack(leaves, axis=-1) for leaves in zip(
             *(pytree.flatten(d)[0] for d in columns[:total]))]
         result = pytree.unflatten(stacked, pytree.flatten(columns[0])[1])
+        if pytree.flatten(result)[1] is None and not t.units:
+            self._remember_columns(args, nums, order, plan, np.shape(columns[0]))
         return self._assemble(result, args, nums, order, blocks, axis=-1)
+
+    def _remember_columns(self, args, nums, order, plan, out_shape):
+        """Like :meth:`_remember_rows`, for the vector-mode columns."""
+        key = tuple(map(_signature, args))
+        if None in key or any(key[i] != 0 and key[i][1] != "f" for i in nums):
+            return
+        layered, calls, blocks, total = plan
+        where = {i: b[0] for i, b in zip(order, blocks)}
+        pieces = [(where[i], out_shape + np.shape(args[i])) for i in nums]
+        single, width = self.single, layered.width
+
+        def run(args):
+            columns = []
+            for tangents in calls:
+                _, douts = layered(*args, *tangents)
+                columns += [douts] if width == 1 else list(douts)
+            if np.shape(columns[0]) != out_shape:
+                return None          # a shape the plan did not see: the checked path
+            stacked = np.stack(columns[:total], axis=-1)
+            blocks = tuple(_scalarize(stacked[..., start:start + size].reshape(shape))
+                           for (start, size), shape in pieces)
+            return blocks[0] if single else blocks
+        self._fast.setdefault(key, {})[tuple(map(np.shape, args))] = run
 
     def _vector_plan(self, t, args, nums):
         """(vector-mode JVP, the tangents of each of its calls, blocks, columns).
