@@ -350,11 +350,28 @@ def test_repeated_jacrev_calls_go_straight_to_the_compiled_rows():
         x = np.linspace(-1.0, 1.0, n)
         np.testing.assert_allclose(f(x, centers), fd_jacobian(lambda v: kde(v, centers), x),
                                    rtol=1e-6, atol=1e-8)
-    assert sum(map(len, f._fast.values())) == 2          # one direct call per shape
+    shapes = {k for by_shape in f._fast.values() for k in by_shape}
+    assert {((30,), (4,)), ((7,), (4,))} <= shapes       # one direct call per shape
     both = ad.jacrev(ad.jit(kde), argnums=(0, 1))
     x = np.linspace(-1.0, 1.0, 9)
     for _ in range(2):
         jx, jc = both(x, centers)
         rx, rc = ad.jacfwd(kde, argnums=(0, 1))(x, centers)
+        np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jc, rc, rtol=1e-12, atol=1e-12)
+
+
+def test_repeated_jacfwd_calls_go_straight_to_the_vector_mode_jvp():
+    f = jitted(ring)
+    for n in (20, 20, 40, 20):
+        x = np.random.default_rng(n).normal(size=n)
+        np.testing.assert_allclose(f(x), fd_jacobian(ring, x), rtol=1e-6, atol=1e-7)
+    shapes = {k for by_shape in f._fast.values() for k in by_shape}
+    assert {((20,),), ((40,),)} <= shapes                 # one direct call per shape
+    both = ad.jacfwd(ad.jit(kde), argnums=(0, 1))
+    x, centers = np.linspace(-1.0, 1.0, 9), np.array([-0.5, 0.0, 0.25, 0.8])
+    for _ in range(2):
+        jx, jc = both(x, centers)
+        rx, rc = ad.jacrev(kde, argnums=(0, 1))(x, centers)
         np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(jc, rc, rtol=1e-12, atol=1e-12)
