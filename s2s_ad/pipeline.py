@@ -11,9 +11,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, custom, forward, scalarize, vectorize, widen
+from . import backends, custom, forward, mixed, scalarize, vectorize, widen
 from .anf import Program
-from .ir import For, While, walk
+from .ir import For, Var, While, walk
 from .module import ModuleBuilder
 from .runtime.elementwise import TRANSCENDENTAL
 
@@ -109,6 +109,24 @@ def forward_mode(st):
     return _anf_text(st) if req.layers else ""
 
 
+def mixed_mode(st):
+    """Reverse-mode kinds: scalar while loops with few differentiated inputs run
+    forward mode in the primal sweep (see s2s_ad.mixed)."""
+    req, fn = st.request, st.fn
+    if req.kind == "primal" or req.layers:
+        return ""
+    wrt = [leaf.name for i in req.argnums for leaf in _tree_leaves(fn.param_trees[i])]
+    wrt += [e for name in wrt for e in fn.elements.get(name, ())]
+    seeds = [leaf.name for leaf in _tree_leaves(fn.out_tree) if isinstance(leaf, Var)]
+    n = len(fn.params)
+    new = mixed.forward_loops(st.program, fn, wrt, seeds,
+                              req.ranks[:n] if req.ranks else [None] * n)
+    if new is fn:
+        return ""
+    st.fn = new
+    return _anf_text(st)
+
+
 def _tree_leaves(tree):
     from .ir import Tup
     return list(tree.leaves()) if isinstance(tree, Tup) else [tree]
@@ -178,7 +196,7 @@ def has_loops(program):
 
 
 PASSES = [("parse", parse), ("normalize", normalize), ("scalarize", scalarize_small),
-          ("forward", forward_mode),
+          ("forward", forward_mode), ("mixed", mixed_mode),
           ("reverse", transform),
           ("generate", generate), ("compile", compile)]
 

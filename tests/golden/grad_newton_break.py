@@ -7,27 +7,38 @@ import numpy as np
 from s2s_ad import runtime as rt
 
 
-def grad_newton_break(a):
-    x_stack = []
+def jvp_newton_break_while21(a, da):
     _brk = False
     it = 0
     x = a
+    dx = da
     # while it < 50:  [line 21]
-    _trips = 0
     while True:
         _t1 = not _brk
         _t2 = it < 50
         _t3 = _t1 and _t2
         if not _t3:
             break
-        x_stack.append(x)
         # step = (x * x - a) / (2.0 * x)  [line 22]
         _t4 = np.square(x)
+        _t14 = 2.0 * x
+        dt4 = _t14 * dx
         _t5 = _t4 - a
+        _t16 = -da
+        dt5 = dt4 + _t16
         _t6 = 2.0 * x
+        dt6 = 2.0 * dx
         step = _t5 / _t6
+        _t19 = 1.0 / _t6
+        _t20 = -step
+        _t21 = _t20 / _t6
+        _t22 = _t19 * dt5
+        _t23 = _t21 * dt6
+        dstep = _t22 + _t23
         # x = x - step  [line 23]
         x_1 = x - step
+        _t25 = -dstep
+        dx_1 = dx + _t25
         # if abs(step) < 1e-13:  [line 24]
         _t9 = np.abs(step)
         _t10 = _t9 < 1e-13
@@ -46,28 +57,17 @@ def grad_newton_break(a):
         _brk = _brk_1
         it = it_2
         x = x_1
-        _trips = _trips + 1
+        dx = dx_1
+    # while it < 50:  [line 21]
+    return (x, dx)
+
+
+def grad_newton_break(a):
+    # while it < 50:  [line 21]
+    a_s = a
+    x_p, dx_da = jvp_newton_break_while21(a_s, 1.0)
     bx = 1.0
-    ba = rt.zeros_like(a)
     # adjoint of: while it < 50:  [line 21]
-    for _ in range(_trips):
-        x = x_stack.pop()
-        # recomputed, not stored
-        _t4 = np.square(x)
-        _t5 = _t4 - a
-        _t6 = 2.0 * x
-        step = _t5 / _t6
-        bx_1 = bx
-        # adjoint of: x = x - step  [line 23]
-        bx = bx_1
-        bstep = -bx_1
-        # adjoint of: step = (x * x - a) / (2.0 * x)  [line 22]
-        bt5 = bstep * (1.0 / _t6)
-        bt6 = bstep * (-step / _t6)
-        bx = bx + bt6 * 2.0
-        bt4 = bt5
-        ba -= bt5
-        bx += bt4 * (2.0 * x)
-    ba += bx
+    ba = bx * dx_da
     return (None, (rt.like(ba, a),))
 
