@@ -42,7 +42,7 @@ copied in once just before the loop.
 from dataclasses import replace
 
 from . import activity, forward, ranks
-from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, var_names
+from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, var_names, walk
 from .rules import RULES
 from .rules.registry import Rule
 
@@ -72,7 +72,7 @@ def forward_loops(program, fn, wrt, seeds, param_ranks):
     ``wrt`` are the differentiated parameter leaves, ``seeds`` the output
     leaves, ``param_ranks`` the parameters' ranks (None where unknown).
     """
-    if not any(isinstance(s, While) for s in _walk(fn.body)):
+    if not any(isinstance(s, While) for s in walk(fn.body)):
         return fn
     act = activity.analyse(fn, wrt, seeds)
     known = ranks.infer(fn, list(param_ranks))
@@ -90,7 +90,7 @@ class _Rewriter:
         self.count = 0
         self.hoisted = set()          # hoisted element reads the loop's results depend on
         self.assigned = {}            # name -> how many statements assign it
-        for s in _walk(fn.body):
+        for s in walk(fn.body):
             for t in _targets(s):
                 self.assigned[t] = self.assigned.get(t, 0) + 1
 
@@ -123,7 +123,7 @@ class _Rewriter:
         """
         if not self._eligible(s):
             return None
-        original = {id(x) for x in _walk([s])}
+        original = {id(x) for x in walk([s])}
         s, hoisted = self._hoist_reads(s)
         needed = set(var_names([x.args[0] for x in hoisted] +
                                [x.params["index"] for x in hoisted]))
@@ -169,7 +169,7 @@ class _Rewriter:
         body's reads of the same elements become copies.  The test runs at
         least once and nothing in the loop writes the array, so the value is
         the same -- and the loop's input is now a scalar, not the array."""
-        defined = {t for x in _walk(s.test + s.body) for t in _targets(x)}
+        defined = {t for x in walk(s.test + s.body) for t in _targets(x)}
         hoisted, name_of = [], {}
         for x in s.test:
             if isinstance(x, Prim) and x.rule.name == "getitem" and \
@@ -218,7 +218,7 @@ class _Rewriter:
         or the differentiated values flowing in or out are not 1 to
         :data:`MAX_INPUTS` scalars in and scalars out.  ``replaced`` holds
         the statements of the loop as it was before :meth:`_hoist_reads`."""
-        inside = list(_walk(stmts))
+        inside = list(walk(stmts))
         count = {}
         for x in inside:
             for t in _targets(x):
@@ -231,12 +231,12 @@ class _Rewriter:
         inputs = sorted(reads - set(count) - set(self.fn.consts))
         ids = {id(x) for x in inside} | set(replaced)
         outside = set()
-        for x in _walk(self.fn.body):
+        for x in walk(self.fn.body):
             if id(x) not in ids:
                 outside |= _reads(x)
         outputs = sorted(set(count) & outside)
         loop = stmts[-1]
-        bound = set(loop.carried) | {t for x in _walk(loop.test) for t in _targets(x)}
+        bound = set(loop.carried) | {t for x in walk(loop.test) for t in _targets(x)}
         for x in stmts[:-1]:
             bound |= set(_targets(x)) | (set(x.joins) if isinstance(x, If) else set())
         if not set(outputs) <= bound:
@@ -260,19 +260,6 @@ class _Rewriter:
         return forward.jvp_function(self.program, region, list(active_in),
                                     [self.ranks.get(p) for p in inputs], output="flat",
                                     width=len(active_in))
-
-
-def _walk(body):
-    for s in body:
-        yield s
-        if isinstance(s, If):
-            yield from _walk(s.body)
-            yield from _walk(s.orelse)
-        elif isinstance(s, For):
-            yield from _walk(s.body)
-        elif isinstance(s, While):
-            yield from _walk(s.test)
-            yield from _walk(s.body)
 
 
 def _targets(s):
