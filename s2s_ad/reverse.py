@@ -56,6 +56,7 @@ class ReverseWriter:
         self.split = False       # printing a fwd/bwd pair (see write_split)
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
+        self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
@@ -378,6 +379,13 @@ class ReverseWriter:
                                         scatter=self._index_array(index))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
+                        if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
+                            # The reduction's adjoint reads its operand for the
+                            # shape alone: the operand of the elementwise function
+                            # that made it has that shape, and the adjoint of that
+                            # function reads it anyway (np.sum(np.square(Lx))
+                            # keeps Lx, not Lx squared too).
+                            env = dict(env, a=codegen.name(self.same_shape[arg.name]))
                         self.adj.add(arg.name, instantiate(template, env))
         if target in self.carried:
             self.adj.drop(target)
@@ -872,6 +880,25 @@ def _offset(index, k):
         return ast.Constant(index.value + k)
     op = ast.Add() if k > 0 else ast.Sub()
     return ast.BinOp(index, op, ast.Constant(abs(k)))
+
+
+#: Reductions whose adjoint template reads the operand ``a`` for its shape only.
+_SHAPE_ONLY = {"np.sum", "np.mean"}
+
+
+def _same_shape(fn):
+    """Values made by a unary elementwise function whose adjoint reads its
+    operand (``t = np.square(x)``, not ``np.exp``, whose adjoint reads t):
+    t -> x, which has t's shape (and, differentiated, t's float dtype)."""
+    out = {}
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
+                len(s.args) == 1 and isinstance(s.args[0], Var):
+            param = s.rule.operands[0]
+            reads = codegen.names_in(instantiate(s.rule.template(param, None), {}))
+            if param in reads and "out" not in reads:
+                out[s.targets[0]] = s.args[0].name
+    return out
 
 
 def _outside_loops(body):

@@ -12,7 +12,9 @@ differences, on NumPy and compiled:
 * ``rt.sum_grad``/``rt.mean_grad`` may be read-only broadcast views: never
   updated in place, and never handed to the user;
 * a max/min adjoint is added into an owned adjoint in place
-  (``rt.add_minmax_grad``), ties and NaN included.
+  (``rt.add_minmax_grad``), ties and NaN included;
+* the sum of a square reads the square's operand for its shape, so a loop
+  keeps ``Lx`` on its stack, not ``Lx`` squared as well.
 """
 import numba
 import numpy as np
@@ -241,3 +243,23 @@ def test_sum_and_mean_grads_are_views_on_numpy():
     assert m.dtype == np.float32
     copy = rt.like(s, a)
     assert copy.flags.writeable and copy is not s
+
+
+def squared_norms(x, means):
+    """Per component, a sum of squares over rows (the GMM objective's shape)."""
+    total = 0.0
+    for j in range(means.shape[0]):
+        d = x - means[j]
+        total += np.sum(np.sqrt(1.0 + np.sum(d * d, axis=1)))
+    return total
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_sum_of_a_square_keeps_only_its_operand(target):
+    x, means = RNG.normal(size=(6, 3)), RNG.normal(size=(4, 3))
+    check_grad(squared_norms, (x, means), argnums=(0, 1), target=target)
+    src = ad.source(ad.grad(squared_norms, argnums=(0, 1)), x, means)
+    square = next(line.split(" = ")[0].strip() for line in src.splitlines()
+                  if line.strip().endswith("= np.square(d)"))
+    assert "d_stack.append(d)" in src and f"append({square})" not in src
+    assert "rt.sum_grad(bt" in src and ", d, 1, False)" in src

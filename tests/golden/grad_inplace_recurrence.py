@@ -30,11 +30,9 @@ def grad_inplace_recurrence(a, u):
         x_saved.append(rt.snapshot(x[i]))
         x[i] = _t11
         t8_stack.append(_t8)
-    # return np.sum(x * x)  [line 35]
-    _t12 = np.square(x)
     bt13 = 1.0
     # adjoint of: return np.sum(x * x)  [line 35]
-    bt12 = rt.sum_grad(bt13, _t12, None, False)
+    bt12 = rt.sum_grad(bt13, x, None, False)
     bx = bt12 * (2.0 * x)
     ba = rt.zeros_like(a)
     bu = rt.zeros_like(u)
