@@ -74,11 +74,13 @@ from .reductions import (
     amin,
     mean,
     mean_grad,
+    mean_grad_kept,
     minmax_grad,
     prod,
     prod_grad,
     sum,
     sum_grad,
+    sum_grad_kept,
 )
 from .scatter import index_add
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
@@ -86,7 +88,8 @@ from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
     "sum", "mean", "prod", "amax", "amin",
-    "sum_grad", "mean_grad", "prod_grad", "minmax_grad", "add_minmax_grad",
+    "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "prod_grad", "minmax_grad",
+    "add_minmax_grad",
     "dot", "matmul", "inner",
     "dot_grad_a", "dot_grad_b", "matmul_grad_a", "matmul_grad_b",
     "inner_grad_a", "inner_grad_b",

@@ -20,6 +20,7 @@ from ._nbutil import (
     index,
     is_scalar,
     loops,
+    shape_tuple,
     static_axes,
     static_bool,
 )
@@ -75,17 +76,20 @@ def _bounds(names):
     return [f"a.shape[{n[1:]}]" for n in names]
 
 
-def _broadcast_src(g, a, axis, keepdims, fname, mean):
-    """Source of sum_grad (mean=False) or mean_grad (mean=True)."""
+def _broadcast_src(g, a, axis, keepdims, fname, mean, kept=False):
+    """Source of sum_grad (mean=False) or mean_grad (mean=True); with
+    ``kept``, of sum_grad_kept / mean_grad_kept (the reduced axes length 1)."""
     axes, _, names, gref, dt = _setup(g, a, axis, keepdims, fname)
+    bounds = ["1" if kept and d in axes else b for d, b in enumerate(_bounds(names))]
+    shape = shape_tuple(bounds) if kept else "a.shape"
     lines = ["def impl(g, a, axis=None, keepdims=False):",
-             f"    res = np.empty(a.shape, {dt})"]
+             f"    res = np.empty({shape}, {dt})"]
     value = f"{dt}({gref})"
     if mean:
         count = " * ".join(f"a.shape[{d}]" for d in axes) or "1"
         lines.append(f"    scale = {dt}({count})")
         value += " / scale"
-    lines += loops(names, _bounds(names), [f"res[{index(names)}] = {value}"])
+    lines += loops(names, bounds, [f"res[{index(names)}] = {value}"])
     lines.append("    return res")
     return "\n".join(lines)
 
@@ -104,6 +108,22 @@ def _mean_grad(g, a, axis=None, keepdims=False):
         return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
     return compile_impl(
         _broadcast_src(g, a, axis, keepdims, "mean_grad", mean=True))
+
+
+@overload(reductions.sum_grad_kept, prefer_literal=True)
+def _sum_grad_kept(g, a, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+    return compile_impl(
+        _broadcast_src(g, a, axis, keepdims, "sum_grad_kept", mean=False, kept=True))
+
+
+@overload(reductions.mean_grad_kept, prefer_literal=True)
+def _mean_grad_kept(g, a, axis=None, keepdims=False):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+    return compile_impl(
+        _broadcast_src(g, a, axis, keepdims, "mean_grad_kept", mean=True, kept=True))
 
 
 def _prod_grad_src(g, a, axis, keepdims):

@@ -62,6 +62,29 @@ def mean_grad(g, a, axis=None, keepdims=False):
     return broadcast_view(np.asarray(g, dt) / dt.type(count), a.shape, axes)
 
 
+def sum_grad_kept(g, a, axis=None, keepdims=False):
+    """Adjoint of sum before the broadcast: `g` with the reduced axes put back
+    with length 1, in a's float dtype.  It broadcasts against `a`; the
+    adjoint sweep multiplies it straight into an elementwise partial
+    (np.sum(np.square(x), 1) -> sum_grad_kept(g, ...) * (2.0 * x)) rather
+    than first building a full-size broadcast of `g`."""
+    if not is_array(a):
+        return scalar_like(g, a)
+    return expand_reduced(np.asarray(g, grad_dtype(a)), norm_axes(axis, a.ndim), keepdims)
+
+
+def mean_grad_kept(g, a, axis=None, keepdims=False):
+    """Adjoint of mean before the broadcast (see sum_grad_kept): g / count."""
+    if not is_array(a):
+        return scalar_like(g, a)
+    axes = norm_axes(axis, a.ndim)
+    count = 1
+    for ax in axes:
+        count *= a.shape[ax]
+    dt = grad_dtype(a)
+    return expand_reduced(np.asarray(g, dt) / dt.type(count), axes, keepdims)
+
+
 def prod_grad(g, a, axis=None, keepdims=False):
     """Adjoint of prod, exact even when `a` holds zeros.
 

@@ -57,6 +57,7 @@ class ReverseWriter:
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
+        self.kept = _kept_sums(fn, self.ranks, self.carried)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
@@ -379,6 +380,11 @@ class ReverseWriter:
                                         scatter=self._index_array(index))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
+                        if s.rule.name in _KEPT and arg.name in self.kept:
+                            # Its only use is the elementwise function that made
+                            # the operand, whose adjoint multiplies it into a
+                            # full-size partial: no full-size broadcast first.
+                            template = _KEPT[s.rule.name]
                         if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
                             # The reduction's adjoint reads its operand for the
                             # shape alone: the operand of the elementwise function
@@ -884,6 +890,42 @@ def _offset(index, k):
 
 #: Reductions whose adjoint template reads the operand ``a`` for its shape only.
 _SHAPE_ONLY = {"np.sum", "np.mean"}
+#: Their adjoints with the reduced axes kept at length 1 (see _kept_sums).
+_KEPT = {"np.sum": ast.parse("rt.sum_grad_kept(g, a, axis, keepdims)", mode="eval").body,
+         "np.mean": ast.parse("rt.mean_grad_kept(g, a, axis, keepdims)", mode="eval").body}
+
+
+def _kept_sums(fn, known, carried):
+    """Arrays whose only reader is one sum or mean and which a unary elementwise
+    function with an array-valued partial made (``t = np.square(x)``, then
+    ``np.sum(t, 1)``): the reduction's adjoint for them may stay unbroadcast
+    (``rt.sum_grad_kept``), since the one adjoint reading it multiplies it
+    into the partial, which has the full shape."""
+    count = {}
+    for s in walk(fn.body):
+        if isinstance(s, (Prim, Call, Return)):
+            names = reads(s)
+        elif isinstance(s, (If, While)):
+            names = set(var_names([s.cond]))
+        else:
+            names = set(var_names([s.start, s.stop, s.step]))
+        for n in names:
+            count[n] = count.get(n, 0) + 1
+    out = set()
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.name in _KEPT and isinstance(s.args[0], Var):
+            a = s.args[0].name
+            if count.get(a) == 1 and a not in carried and known.get(a) not in (0, None):
+                out.add(a)
+    made = {}
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
+                len(s.args) == 1 and isinstance(s.args[0], Var) and s.targets[0] in out:
+            param = s.rule.operands[0]
+            reads_ = codegen.names_in(instantiate(s.rule.template(param, None), {}))
+            if param in reads_ or "out" in reads_:
+                made[s.targets[0]] = s
+    return set(made)
 
 
 def _same_shape(fn):

@@ -14,7 +14,10 @@ differences, on NumPy and compiled:
 * a max/min adjoint is added into an owned adjoint in place
   (``rt.add_minmax_grad``), ties and NaN included;
 * the sum of a square reads the square's operand for its shape, so a loop
-  keeps ``Lx`` on its stack, not ``Lx`` squared as well.
+  keeps ``Lx`` on its stack, not ``Lx`` squared as well;
+* a sum or mean whose operand only an elementwise function's adjoint reads
+  again passes its cotangent on unbroadcast (``rt.sum_grad_kept``): the
+  partial it is multiplied into has the full shape.
 """
 import numba
 import numpy as np
@@ -262,4 +265,45 @@ def test_sum_of_a_square_keeps_only_its_operand(target):
     square = next(line.split(" = ")[0].strip() for line in src.splitlines()
                   if line.strip().endswith("= np.square(d)"))
     assert "d_stack.append(d)" in src and f"append({square})" not in src
-    assert "rt.sum_grad(bt" in src and ", d, 1, False)" in src
+    # ... and its adjoint is multiplied into 2d unbroadcast: (rows, 1) * (rows, 3)
+    assert "rt.sum_grad_kept(bt" in src and ", d, 1, False)" in src
+
+
+def kept_reductions(X, w):
+    """Sums and means of elementwise values, over rows, columns and all."""
+    a = np.sum(np.exp(X * w), axis=1)
+    b = np.mean(np.tanh(X), axis=0, keepdims=True)
+    c = np.sum(np.square(X))
+    d = np.mean(np.sin(X), axis=1, keepdims=True)
+    return np.sum(a * a) + np.sum(b * w) + c + np.sum(d * X[:, :1])
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_reductions_of_elementwise_values_stay_unbroadcast(target, dtype):
+    X, w = RNG.normal(size=(5, 4)).astype(dtype), RNG.normal(size=4).astype(dtype)
+    g = check_grad(kept_reductions, (X, w), argnums=(0, 1), target=target)
+    assert g[0].dtype == dtype and g[0].shape == X.shape
+    src = ad.source(ad.grad(kept_reductions, argnums=(0, 1)), X, w)
+    assert src.count("rt.sum_grad_kept(") == 3 and src.count("rt.mean_grad_kept(") == 2   # a * a too
+
+
+@numba.njit
+def _kept_compiled(g0, g1, g2, g3, a):
+    """The kept adjoints under Numba, axes written as literals (as generated code does)."""
+    return (rt.sum_grad_kept(g0, a, None, False), rt.mean_grad_kept(g1, a, 1, False),
+            rt.sum_grad_kept(g2, a, (0, 2), True), rt.mean_grad_kept(g3, a, -1, False))
+
+
+def test_kept_reduction_adjoints_match_the_broadcast_ones():
+    a = RNG.normal(size=(3, 4, 2))
+    cases = [(None, False), (1, False), ((0, 2), True), (-1, False)]
+    gs = [RNG.normal(size=np.sum(a, axis=axis, keepdims=keep).shape) for axis, keep in cases]
+    compiled = _kept_compiled(float(gs[0]), gs[1], gs[2], gs[3], a)
+    for q, ((axis, keep), g) in enumerate(zip(cases, gs)):
+        kept, full = ((rt.sum_grad_kept, rt.sum_grad) if q % 2 == 0 else
+                      (rt.mean_grad_kept, rt.mean_grad))
+        small = kept(g, a, axis, keep)
+        assert small.ndim == a.ndim and all(s in (1, n) for s, n in zip(small.shape, a.shape))
+        np.testing.assert_array_equal(np.broadcast_to(small, a.shape), full(g, a, axis, keep))
+        np.testing.assert_allclose(compiled[q], small, rtol=1e-15)

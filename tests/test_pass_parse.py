@@ -92,7 +92,7 @@ def test_callees_resolve_under_any_alias(fn, want):
 ALIAS_GRADS = [
     (P.alias_np, X, np.cos(X), "np.sin(x)"),
     (P.alias_onp, X, -np.sin(X), "np.cos(x)"),
-    (P.alias_from, X, np.cos(X), "np.sin(x)"),
+    (P.alias_from, X, np.cos(X), "np.cos(x)"),    # sin(x) itself: not needed for the sum's adjoint
     (P.alias_math, 0.4, math.exp(0.4) * (math.sin(0.4) + math.cos(0.4)), "math.exp(t)"),
     (P.alias_math_as, 0.4, math.exp(0.4) * 1.4, "math.exp(t)"),
 ]

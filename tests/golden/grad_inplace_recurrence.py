@@ -32,7 +32,7 @@ def grad_inplace_recurrence(a, u):
         t8_stack.append(_t8)
     bt13 = 1.0
     # adjoint of: return np.sum(x * x)  [line 35]
-    bt12 = rt.sum_grad(bt13, x, None, False)
+    bt12 = rt.sum_grad_kept(bt13, x, None, False)
     bx = bt12 * (2.0 * x)
     ba = rt.zeros_like(a)
     bu = rt.zeros_like(u)
