@@ -94,36 +94,20 @@ def _broadcast_src(g, a, axis, keepdims, fname, mean, kept=False):
     return "\n".join(lines)
 
 
-@overload(reductions.sum_grad, prefer_literal=True)
-def _sum_grad(g, a, axis=None, keepdims=False):
-    if is_scalar(a):
-        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
-    return compile_impl(
-        _broadcast_src(g, a, axis, keepdims, "sum_grad", mean=False))
+def _register(fn, mean, kept=False):
+    """The Numba overload of one of sum_grad, mean_grad and their _kept forms."""
+    def typer(g, a, axis=None, keepdims=False):
+        if is_scalar(a):
+            return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
+        return compile_impl(
+            _broadcast_src(g, a, axis, keepdims, fn.__name__, mean=mean, kept=kept))
+    overload(fn, prefer_literal=True)(typer)
 
 
-@overload(reductions.mean_grad, prefer_literal=True)
-def _mean_grad(g, a, axis=None, keepdims=False):
-    if is_scalar(a):
-        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
-    return compile_impl(
-        _broadcast_src(g, a, axis, keepdims, "mean_grad", mean=True))
-
-
-@overload(reductions.sum_grad_kept, prefer_literal=True)
-def _sum_grad_kept(g, a, axis=None, keepdims=False):
-    if is_scalar(a):
-        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
-    return compile_impl(
-        _broadcast_src(g, a, axis, keepdims, "sum_grad_kept", mean=False, kept=True))
-
-
-@overload(reductions.mean_grad_kept, prefer_literal=True)
-def _mean_grad_kept(g, a, axis=None, keepdims=False):
-    if is_scalar(a):
-        return _scalar_impl(g, a, "g, a, axis=None, keepdims=False")
-    return compile_impl(
-        _broadcast_src(g, a, axis, keepdims, "mean_grad_kept", mean=True, kept=True))
+_register(reductions.sum_grad, mean=False)
+_register(reductions.mean_grad, mean=True)
+_register(reductions.sum_grad_kept, mean=False, kept=True)
+_register(reductions.mean_grad_kept, mean=True, kept=True)
 
 
 def _prod_grad_src(g, a, axis, keepdims):

@@ -53,13 +53,20 @@ def mean_grad(g, a, axis=None, keepdims=False):
     """Adjoint of mean: g / count broadcast back to a.shape (a read-only view)."""
     if not is_array(a):
         return scalar_like(g, a)
+    scaled, axes = _per_element(g, a, axis)
+    return broadcast_view(scaled, a.shape, axes)
+
+
+def _per_element(g, a, axis):
+    """(g / the count of elements each output averages, in a's float dtype;
+    the reduced axes).  Dividing in that dtype keeps float32 float32 (as in
+    Numba)."""
     axes = norm_axes(axis, a.ndim)
     count = 1
     for ax in axes:
         count *= a.shape[ax]
     dt = grad_dtype(a)
-    # Divide in the result dtype so float32 stays float32 (as in Numba).
-    return broadcast_view(np.asarray(g, dt) / dt.type(count), a.shape, axes)
+    return np.asarray(g, dt) / dt.type(count), axes
 
 
 def sum_grad_kept(g, a, axis=None, keepdims=False):
@@ -77,12 +84,8 @@ def mean_grad_kept(g, a, axis=None, keepdims=False):
     """Adjoint of mean before the broadcast (see sum_grad_kept): g / count."""
     if not is_array(a):
         return scalar_like(g, a)
-    axes = norm_axes(axis, a.ndim)
-    count = 1
-    for ax in axes:
-        count *= a.shape[ax]
-    dt = grad_dtype(a)
-    return expand_reduced(np.asarray(g, dt) / dt.type(count), axes, keepdims)
+    scaled, axes = _per_element(g, a, axis)
+    return expand_reduced(scaled, axes, keepdims)
 
 
 def prod_grad(g, a, axis=None, keepdims=False):
