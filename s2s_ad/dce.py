@@ -10,13 +10,21 @@ from .ir import Call, For, If, Prim, Return, While, var_names
 
 
 def reads(s):
-    """Names a simple statement reads."""
+    """Names a statement itself reads: a simple statement's operands; a
+    branch's condition; a loop's carried names and its bounds or condition
+    (not what its blocks read)."""
     if isinstance(s, Prim):
         return set(var_names(list(s.args) + list(s.params.values())))
     if isinstance(s, Call):
         return set(var_names(s.args))
     if isinstance(s, Return):
         return set(var_names([s.value]))
+    if isinstance(s, If):
+        return set(var_names([s.cond]))
+    if isinstance(s, For):
+        return set(s.carried) | set(var_names([s.start, s.stop, s.step]))
+    if isinstance(s, While):
+        return set(s.carried) | set(var_names([s.cond]))
     raise TypeError(s)
 
 

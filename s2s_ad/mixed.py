@@ -36,12 +36,14 @@ matching partial; reverse mode turns it into ``bx0 += bx * dx_dx`` and
 A loop is eligible when its test and body are primitives and branches on
 values that are not written in place (no calls, no inner loops), 1 to
 :data:`MAX_INPUTS` of the values flowing in are differentiated scalars, the
-differentiated values flowing out are scalars, and each carried name is
-copied in once just before the loop.
+differentiated values flowing out are scalars, and every name its region
+(the loop with the scalar statements before it that it takes in, such as
+the copy-ins of its carried names) assigns is assigned nowhere else.
 """
 from dataclasses import replace
 
 from . import activity, forward, ranks
+from .dce import reads
 from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, var_names, walk
 from .rules import RULES
 from .rules.registry import Rule
@@ -90,9 +92,11 @@ class _Rewriter:
         self.count = 0
         self.hoisted = set()          # hoisted element reads the loop's results depend on
         self.assigned = {}            # name -> how many statements assign it
+        self.reads = []               # (id, names it reads) of every statement of fn
         for s in walk(fn.body):
             for t in _targets(s):
                 self.assigned[t] = self.assigned.get(t, 0) + 1
+            self.reads.append((id(s), reads(s)))
 
     def block(self, stmts):
         out = []
@@ -225,15 +229,15 @@ class _Rewriter:
                 count[t] = count.get(t, 0) + 1
         if any(self.assigned[t] != n for t, n in count.items()):
             return None
-        reads = set()
+        read = set()
         for x in inside:
-            reads |= _reads(x)
-        inputs = sorted(reads - set(count) - set(self.fn.consts))
+            read |= reads(x)
+        inputs = sorted(read - set(count) - set(self.fn.consts))
         ids = {id(x) for x in inside} | set(replaced)
         outside = set()
-        for x in walk(self.fn.body):
-            if id(x) not in ids:
-                outside |= _reads(x)
+        for i, names in self.reads:
+            if i not in ids:
+                outside |= names
         outputs = sorted(set(count) & outside)
         loop = stmts[-1]
         bound = set(loop.carried) | {t for x in walk(loop.test) for t in _targets(x)}
@@ -264,18 +268,3 @@ class _Rewriter:
 
 def _targets(s):
     return list(s.targets) if isinstance(s, (Prim, Call)) else []
-
-
-def _reads(s):
-    """Names statement ``s`` itself reads (not those of its nested blocks)."""
-    if isinstance(s, Prim):
-        return set(var_names(list(s.args) + list(s.params.values())))
-    if isinstance(s, Call):
-        return set(var_names(s.args))
-    if isinstance(s, (If, While)):
-        return set(var_names([s.cond]))
-    if isinstance(s, For):
-        return set(var_names([s.start, s.stop, s.step]))
-    if isinstance(s, Return):
-        return set(var_names([s.value]))
-    return set()

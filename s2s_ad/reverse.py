@@ -24,6 +24,7 @@ from .custom import has_vjp_rule
 from .dce import keep, reads
 from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, var_names, walk
 from .ranks import rank_of
+from .rules.registry import _parse
 
 
 class ReverseWriter:
@@ -57,7 +58,7 @@ class ReverseWriter:
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
-        self.kept = _kept_sums(fn, self.ranks, self.carried)   # see rev_prim
+        self.kept = _kept_sums(fn, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
@@ -895,37 +896,23 @@ _KEPT = {"np.sum": ast.parse("rt.sum_grad_kept(g, a, axis, keepdims)", mode="eva
          "np.mean": ast.parse("rt.mean_grad_kept(g, a, axis, keepdims)", mode="eval").body}
 
 
-def _kept_sums(fn, known, carried):
+def _kept_sums(fn, known):
     """Arrays whose only reader is one sum or mean and which a unary elementwise
     function with an array-valued partial made (``t = np.square(x)``, then
     ``np.sum(t, 1)``): the reduction's adjoint for them may stay unbroadcast
     (``rt.sum_grad_kept``), since the one adjoint reading it multiplies it
     into the partial, which has the full shape."""
-    count = {}
-    for s in walk(fn.body):
-        if isinstance(s, (Prim, Call, Return)):
-            names = reads(s)
-        elif isinstance(s, (If, While)):
-            names = set(var_names([s.cond]))
-        else:
-            names = set(var_names([s.start, s.stop, s.step]))
-        for n in names:
-            count[n] = count.get(n, 0) + 1
+    count = _read_counts(fn)
+    summed = {s.args[0].name for s in walk(fn.body)
+              if isinstance(s, Prim) and s.rule.name in _KEPT and isinstance(s.args[0], Var)}
     out = set()
     for s in walk(fn.body):
-        if isinstance(s, Prim) and s.rule.name in _KEPT and isinstance(s.args[0], Var):
-            a = s.args[0].name
-            if count.get(a) == 1 and a not in carried and known.get(a) not in (0, None):
-                out.add(a)
-    made = {}
-    for s in walk(fn.body):
-        if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
-                len(s.args) == 1 and isinstance(s.args[0], Var) and s.targets[0] in out:
-            param = s.rule.operands[0]
-            reads_ = codegen.names_in(instantiate(s.rule.template(param, None), {}))
-            if param in reads_ or "out" in reads_:
-                made[s.targets[0]] = s
-    return set(made)
+        partial = _unary_partial(s)
+        if partial is not None and (s.rule.operands[0] in partial or "out" in partial):
+            t = s.targets[0]
+            if t in summed and count.get(t) == 1 and known.get(t) not in (0, None):
+                out.add(t)
+    return out
 
 
 def _same_shape(fn):
@@ -934,13 +921,28 @@ def _same_shape(fn):
     t -> x, which has t's shape (and, differentiated, t's float dtype)."""
     out = {}
     for s in walk(fn.body):
-        if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
-                len(s.args) == 1 and isinstance(s.args[0], Var):
-            param = s.rule.operands[0]
-            reads = codegen.names_in(instantiate(s.rule.template(param, None), {}))
-            if param in reads and "out" not in reads:
-                out[s.targets[0]] = s.args[0].name
+        partial = _unary_partial(s)
+        if partial is not None and s.rule.operands[0] in partial and "out" not in partial:
+            out[s.targets[0]] = s.args[0].name
     return out
+
+
+def _unary_partial(s):
+    """The names the partial derivative of ``s`` reads, if ``s`` is a unary
+    elementwise primitive of a variable (else None)."""
+    if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
+            len(s.args) == 1 and isinstance(s.args[0], Var):
+        return codegen.names_in(_parse(s.rule.partials[s.rule.operands[0]]))
+    return None
+
+
+def _read_counts(fn):
+    """How many statements of ``fn`` read each name (see dce.reads)."""
+    count = {}
+    for s in walk(fn.body):
+        for n in reads(s):
+            count[n] = count.get(n, 0) + 1
+    return count
 
 
 def _outside_loops(body):
@@ -962,19 +964,7 @@ def _increments(fn):
     else, the three statements are in one block, and nothing between the
     read and the write can write into an array (or call a function).
     """
-    counts = {}
-    for st in walk(fn.body):
-        names = []
-        if isinstance(st, (Prim, Call, Return)):
-            names = reads(st)
-        elif isinstance(st, If):
-            names = var_names([st.cond])
-        elif isinstance(st, For):
-            names = list(st.carried) + list(var_names([st.start, st.stop, st.step]))
-        elif isinstance(st, While):
-            names = list(st.carried) + list(var_names([st.cond]))
-        for n in names:
-            counts[n] = counts.get(n, 0) + 1
+    counts = _read_counts(fn)
     found = {}
     for body in [fn.body] + [b for st in walk(fn.body) for b in blocks(st)]:
         for k, st in enumerate(body):
