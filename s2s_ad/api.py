@@ -116,12 +116,10 @@ class Transformed:
         The key holds each argument's type, rank and dtype kind, so a call
         that could need a check (an integer array, a pytree) never matches.
         """
-        key = tuple(map(_signature, args))
+        key = fast_key(args, self.argnums)
         st = self._last
-        if None in key or st is None or (self.kind != "primal" and not st.checked) or (
+        if key is None or st is None or (self.kind != "primal" and not st.checked) or (
                 self._nargs is not None and len(args) != self._nargs):
-            return
-        if any(key[i] != 0 and key[i][1] != "f" for i in self.argnums):
             return
         f, single, aux, kind = st.function, self.single, self.has_aux, self.kind
         if kind == "primal":
@@ -247,6 +245,16 @@ def _unit_like(x, t):
                         f"argument of shape {np.shape(x)}, so it returns an array; use "
                         f"ad.jacfwd or ad.hessian")
     return type(x)(1.0) if isinstance(x, np.generic) else 1.0
+
+
+def fast_key(args, argnums):
+    """The key of a call whose fast path may be remembered (each argument's
+    :func:`_signature`), or None: an argument needs the checked path, or a
+    differentiated one is not a float."""
+    key = tuple(map(_signature, args))
+    if None in key or any(key[i] != 0 and key[i][1] != "f" for i in argnums):
+        return None
+    return key
 
 
 def _signature(a):

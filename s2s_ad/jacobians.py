@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from . import pytree
-from .api import Transformed, _check_arity, _plain, _signature, _unit_like
+from .api import Transformed, _check_arity, _plain, _signature, _unit_like, fast_key
 
 
 def jvp(fun, primals, tangents):
@@ -346,8 +346,8 @@ class Jacobian:
 
     def _remember_columns(self, args, nums, order, plan, out_shape):
         """Like :meth:`_remember_rows`, for the vector-mode columns."""
-        key = tuple(map(_signature, args))
-        if None in key or any(key[i] != 0 and key[i][1] != "f" for i in nums):
+        key = fast_key(args, nums)
+        if key is None:
             return
         layered, calls, blocks, total = plan
         where = {i: b[0] for i, b in zip(order, blocks)}
@@ -365,6 +365,9 @@ class Jacobian:
             blocks = tuple(_scalarize(stacked[..., start:start + size].reshape(shape))
                            for (start, size), shape in pieces)
             return blocks[0] if single else blocks
+        self._remember(key, args, run)
+
+    def _remember(self, key, args, run):
         self._fast.setdefault(key, {})[tuple(map(np.shape, args))] = run
 
     def _vector_plan(self, t, args, nums):
@@ -447,10 +450,9 @@ class Jacobian:
         """After a call with plain float64 arrays and numbers returning one array
         or number, later calls with the same signature and shapes go straight
         to the compiled rows function (the checks above hold for them too)."""
-        key = tuple(map(_signature, args))
-        if None in key or t.units or any(key[i] != 0 and key[i][1] != "f" for i in nums) or \
-                pytree.flatten(out)[1] is not None or np.ndim(out) and \
-                np.result_type(out) != np.float64:
+        key = fast_key(args, nums)
+        if key is None or t.units or pytree.flatten(out)[1] is not None or \
+                np.ndim(out) and np.result_type(out) != np.float64:
             return
         pull, rows, _, shapes = plan
         entry = pull.entry(tuple(args) + (rows,))[0]
@@ -465,7 +467,7 @@ class Jacobian:
             blocks = tuple(_scalarize(g[:size].reshape(shape))
                            for g, (_, shape) in zip(grads, pieces))
             return blocks[0] if single else blocks
-        self._fast.setdefault(key, {})[tuple(map(np.shape, args))] = run
+        self._remember(key, args, run)
 
     def _rows_plan(self, t, args, nums, out):
         """(rows function, unit cotangent rows padded to a multiple of its width,

@@ -103,7 +103,7 @@ def forward_mode(st):
             st.fn = vectorize.vectorize_function(st.program, fn,
                                                  [fn.params[i] for i in output], per_example)
             continue
-        wrt = [leaf.name for i in argnums for leaf in _tree_leaves(fn.param_trees[i])]
+        wrt = _wrt_leaves(fn, argnums)
         width = req.width if depth == len(req.layers) and req.kind == "primal" else 1
         st.fn = forward.jvp_function(st.program, fn, wrt, param_ranks, output, width=width)
     return _anf_text(st) if req.layers else ""
@@ -115,7 +115,7 @@ def mixed_mode(st):
     req, fn = st.request, st.fn
     if req.kind == "primal" or req.layers:
         return ""
-    wrt = [leaf.name for i in req.argnums for leaf in _tree_leaves(fn.param_trees[i])]
+    wrt = _wrt_leaves(fn, req.argnums)
     wrt += [e for name in wrt for e in fn.elements.get(name, ())]
     seeds = [leaf.name for leaf in _tree_leaves(fn.out_tree) if isinstance(leaf, Var)]
     n = len(fn.params)
@@ -125,6 +125,11 @@ def mixed_mode(st):
         return ""
     st.fn = new
     return _anf_text(st)
+
+
+def _wrt_leaves(fn, argnums):
+    """The parameter leaves of the arguments ``argnums``."""
+    return [leaf.name for i in argnums for leaf in _tree_leaves(fn.param_trees[i])]
 
 
 def _tree_leaves(tree):
