@@ -26,6 +26,7 @@ from .batching import outer_grad as bouter_grad
 from .batching import unbroadcast as batch_unbroadcast
 from .control import (
     copy_into,
+    float_stack,
     lanes,
     range_last,
     rows_like,
@@ -98,7 +99,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "range_last", "snapshot", "index_add", "rows_like", "set_row", "lanes", "zeros_lanes",
-    "copy_into", "stack_like",
+    "copy_into", "stack_like", "float_stack",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",

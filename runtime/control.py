@@ -3,7 +3,9 @@
 ``range_last`` gives the last value a ``range`` produces, so the adjoint
 sweep can walk a loop's indices backwards; ``snapshot`` copies what an
 element write is about to overwrite (a copy for array views, the value
-itself for scalars).  Both run in plain Python and inside ``numba.njit``.
+itself for scalars); ``float_stack`` is the storage for the values a loop's
+adjoint reads when the number of iterations is known before the loop.  All
+run in plain Python and inside ``numba.njit``.
 """
 import numpy as np
 from numba import from_dtype, types
@@ -99,6 +101,22 @@ def _copy_into(dst, src):
         for idx in np.ndindex(dst.shape):
             dst[idx] = src[idx]
     return impl
+
+
+def float_stack(n):
+    """Storage for ``n`` scalars a loop pushes and its adjoint pops, by index.
+
+    In compiled code a float64 array (a float32 value is kept exactly; an
+    array store and load cost a fraction of a Numba list's append and pop,
+    and the storage is allocated once instead of growing); in plain Python
+    a list, which keeps every value as it is.
+    """
+    return [0.0] * n
+
+
+@overload(float_stack)
+def _float_stack(n):
+    return lambda n: np.empty(n, dtype=np.float64)
 
 
 def stack_like(x, n):

@@ -37,6 +37,12 @@ class ReverseWriter:
     popped at the start of the reversed block.  Element writes save what
     they overwrite when an adjoint reads that array, and the adjoint sweep
     restores it.
+
+    A stack is a list, or, for a float that only ``for ... in range`` loops
+    with bounds known before the outermost loop push, an array of the most
+    pushes that loop can make with an index to its top (``rt.float_stack``,
+    see :func:`_capacity`): no growth, and an adjoint sweep that runs again
+    (one per row of a Jacobian) only resets the index.
     """
 
     def __init__(self, module, fn, wrt, seeds, param_ranks=None):
@@ -51,6 +57,9 @@ class ReverseWriter:
         self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
         self.counters = {}     # id(While) -> trip counter name
         self.stacks = {}       # (primal name, kind) -> stack name
+        self.tops = {}         # stack allocated before its loop -> its top's index
+        self.allocs = {}       # id(top-level for loop) -> [(its stack, size expression)]
+        self._sites = None     # see _push_sites
         self.used = set()      # stacks the final pass uses
         self.saves = {}        # id(element write) -> stack of overwritten values
         self.recomputed = set()  # names the adjoint sweep recomputes
@@ -123,7 +132,7 @@ class ReverseWriter:
         # Names the adjoint sweep rebinds and may read before it does.
         rebound = sorted(codegen.stored_names(back.nodes) & self._forward_defs()
                          & _read_first(back.lines))
-        stacks = sorted(n for n in self.stacks.values() if n in self.used)
+        stacks = sorted(n for n in self.stacks.values() if n in self.used and n not in self.tops)
         count = self.names.fresh("m")
         out.node(assign(count, ast.parse(f"{rows_params[0]}.shape[0]").body[0].value))
         leaves = list(var_names(wrt_trees))
@@ -147,8 +156,9 @@ class ReverseWriter:
                     codegen.name(rows), rows_at[q], ast.Load()))))
         for n in rebound:
             out.node(assign(n, codegen.name(final[n])))
-        # The last sweep pops the recorded stacks themselves; the first finds
-        # the arrays it restores as the primal sweep left them.
+        # The last sweep pops the recorded lists themselves (a sweep reads an
+        # allocated stack without changing it: its top is rebound); the first
+        # finds the arrays it restores as the primal sweep left them.
         later = ast.parse(f"{row} + {width} < {count}").body[0].value
         for n in stacks:
             copied = ast.Call(ast.Attribute(codegen.name(final[n]), "copy", ast.Load()), [], [])
@@ -226,7 +236,7 @@ class ReverseWriter:
         fwd = codegen.Writer()
         fwd.indent = 1
         for stack in self.stacks.values():
-            if stack in self.used:
+            if stack in self.used and stack not in self.tops:
                 fwd.node(assign(stack, ast.List([], ast.Load())))
         body = [s for s in self.fn.body if not isinstance(s, Return)]
         self.kept = keep(body, self._reads | set(live_out), self._call_defs(),
@@ -292,7 +302,7 @@ class ReverseWriter:
 
     def _top_level_defs(self):
         """Names every path through the printed primal sweep assigns."""
-        out = set(self.fn.params) | {n for n in self.stacks.values() if n in self.used}
+        out = set(self.fn.params) | self._stack_names()
         out |= set(self.counters.values())
         for x in self.fn.body:
             if isinstance(x, (Prim, Call)):
@@ -304,7 +314,7 @@ class ReverseWriter:
 
     def _forward_defs(self):
         """Names the printed primal sweep assigns."""
-        out = {n for n in self.stacks.values() if n in self.used}
+        out = self._stack_names()
         for x in walk(self.fn.body):
             if id(x) not in self.kept:
                 continue
@@ -318,6 +328,11 @@ class ReverseWriter:
             elif isinstance(x, If):
                 out.update(x.joins)
         return out
+
+    def _stack_names(self):
+        """The stacks the sweeps use, and the indices of their tops."""
+        used = {n for n in self.stacks.values() if n in self.used}
+        return used | {self.tops[n] for n in used if n in self.tops}
 
     def _sweep(self, seed_exprs, returns):
         w = codegen.Writer()
@@ -445,7 +460,8 @@ class ReverseWriter:
         if stack is not None:
             self.w.loc(s.loc, "restore: ")
             target = ast.Subscript(codegen.name(x.name), copy.deepcopy(index), ast.Store())
-            self.w.node(ast.Assign([target], _pop(stack), lineno=0))
+            for p in self._pop(target, stack):
+                self.w.node(p)
 
     def _sequence(self, s, arg, param, env):
         build = s.rule.vjp[param]
@@ -657,13 +673,14 @@ class ReverseWriter:
                         self.push_end.setdefault(id(branch), []).append(name)
                         cond = codegen.atom(x.cond)
                         test = cond if sides[0] else ast.UnaryOp(ast.Not(), cond)
-                        guarded.append(ast.If(test, [assign(name, _pop(self._stack(name)))], []))
+                        guarded.append(ast.If(test, self._pop(name, self._stack(name)), []))
                         reads |= set(var_names([x.cond]))
             local = [n for n in self._block_defs(body) if n in reads and n not in carried
                      and n not in joins]
             self.push_end.setdefault(id(body), []).extend(local)
             self.push_top[id(body)] = [h for h in carried if h in reads]
-            pops = [assign(n, _pop(self._stack(n))) for n in local + self.push_top[id(body)]]
+            pops = [p for n in local + self.push_top[id(body)]
+                    for p in self._pop(n, self._stack(n))]
             pops += guarded
             lines = [pad + line for p in pops for line in ast.unparse(p).splitlines()]
         outer.lines.extend(lines)
@@ -774,9 +791,86 @@ class ReverseWriter:
         key = (name, kind)
         if key not in self.stacks:
             label = kind if isinstance(kind, str) else kind[0]
-            self.stacks[key] = self.names.fresh(f"{name.lstrip('_')}_{label}")
+            stack = self.stacks[key] = self.names.fresh(f"{name.lstrip('_')}_{label}")
+            sized = self._allocation(name, kind)
+            if sized is not None:
+                loop, size = sized
+                self.tops[stack] = self.names.fresh(f"{stack.removesuffix('_stack')}_top")
+                self.allocs.setdefault(id(loop), []).append((stack, size))
         self.used.add(self.stacks[key])
         return self.stacks[key]
+
+    def _allocation(self, name, kind):
+        """(top-level loop, size) when the stack of ``name`` (a scalar float
+        the adjoint reads, or a saved element of a float vector) can be
+        allocated before that loop, else None: a list."""
+        names, writes = self._push_sites()
+        if kind == "stack":
+            if name not in self.act or self.ranks.get(name) != 0:
+                return None
+            return _capacity(names.get(name, []))
+        s, chain = writes[kind[1]]
+        index = s.params.get("index")
+        scalar = isinstance(index, Const) and type(index.value) is int or \
+            isinstance(index, Var) and self.ranks.get(index.name) == 0
+        if name not in self.act or self.ranks.get(name) != 1 or not scalar:
+            return None
+        return _capacity([chain])
+
+    def _push_sites(self):
+        """Where a stack may be pushed: (name -> the enclosing statements of
+        each block that may push it, id(element write) -> (the write, its
+        enclosing statements)), outermost first.  A block pushes a name at
+        most once each time it runs: at its end the names it defines (and
+        its ifs' complete joins) but not the names pushed elsewhere (a loop's
+        carried names, at its body's top; an if's joins, at the end of the
+        block holding the if, or of the branch that alone sets them)."""
+        if self._sites is None:
+            names, writes = {}, {}
+
+            def visit(body, chain, elsewhere=()):
+                for s in body:
+                    if isinstance(s, (Prim, Call)):
+                        for t in _targets(s):
+                            if t not in elsewhere:
+                                names.setdefault(t, []).append(chain)
+                        if isinstance(s, Prim) and s.rule.mutates:
+                            writes[id(s)] = (s, chain)
+                    elif isinstance(s, If):
+                        for n, sides in s.joins.items():
+                            names.setdefault(n, []).append(chain if all(sides) else chain + (s,))
+                        for b in blocks(s):
+                            visit(b, chain + (s,), s.joins)
+                    elif isinstance(s, (For, While)):
+                        for h in s.carried:
+                            names.setdefault(h, []).append(chain + (s,))
+                        for b in blocks(s):
+                            visit(b, chain + (s,), s.carried)
+            visit(self.fn.body, ())
+            self._sites = names, writes
+        return self._sites
+
+    def _push(self, stack, value):
+        """Statements pushing ``value`` (a name or an expression) on ``stack``."""
+        value = codegen.name(value) if isinstance(value, str) else value
+        top = self.tops.get(stack)
+        if top is None:
+            invoke = ast.Call(ast.Attribute(codegen.name(stack), "append", ast.Load()), [value], [])
+            return [ast.Expr(invoke)]
+        slot = ast.Subscript(codegen.name(stack), codegen.name(top), ast.Store())
+        return [ast.Assign([slot], value, lineno=0),
+                ast.AugAssign(ast.Name(top, ast.Store()), ast.Add(), ast.Constant(1))]
+
+    def _pop(self, target, stack):
+        """Statements popping ``stack`` into ``target`` (a name or a subscript)."""
+        target = ast.Name(target, ast.Store()) if isinstance(target, str) else target
+        top = self.tops.get(stack)
+        if top is None:
+            invoke = ast.Call(ast.Attribute(codegen.name(stack), "pop", ast.Load()), [], [])
+            return [ast.Assign([target], invoke, lineno=0)]
+        slot = ast.Subscript(codegen.name(stack), codegen.name(top), ast.Load())
+        return [ast.AugAssign(ast.Name(top, ast.Store()), ast.Sub(), ast.Constant(1)),
+                ast.Assign([target], slot, lineno=0)]
 
     def _storage_read(self, reads):
         """Arrays written in place whose contents (or a view's) the adjoint reads."""
@@ -836,10 +930,18 @@ class _ForwardHooks(codegen.Hooks):
         counter = self.r.counters.get(id(s))
         if counter is not None:
             w.node(assign(counter, ast.Constant(0)))
+        for stack, size in self.r.allocs.get(id(s), ()):
+            if stack in self.r.used:
+                w.node(assign(stack, call("rt.float_stack", size)))
+                w.node(assign(self.r.tops[stack], ast.Constant(0)))
 
     def top(self, w, body):
         for n in self.r.push_top.get(id(body), ()):
-            w.node(_push(self.r._stack(n), n))
+            self._push(w, self.r._stack(n), n)
+
+    def _push(self, w, stack, value):
+        for p in self.r._push(stack, value):
+            w.node(p)
 
     def end(self, w, body):
         loop = self.loops.get(id(body))
@@ -847,7 +949,7 @@ class _ForwardHooks(codegen.Hooks):
         if counter is not None:
             w.node(assign(counter, ast.BinOp(codegen.name(counter), ast.Add(), ast.Constant(1))))
         for n in self.r.push_end.get(id(body), ()):
-            w.node(_push(self.r._stack(n), n))
+            self._push(w, self.r._stack(n), n)
 
     def simple(self, w, s):
         split = self.r.split_calls.get(id(s))
@@ -864,19 +966,51 @@ class _ForwardHooks(codegen.Hooks):
         w.loc(s.loc)
         x = s.args[0]
         part = ast.Subscript(codegen.name(x.name), codegen.atom(s.params["index"]), ast.Load())
-        w.node(_push(stack, call("rt.snapshot", part)))
+        self._push(w, stack, part if stack in self.r.tops else call("rt.snapshot", part))
         w.node(codegen.stmt(s))
         return True
 
 
-def _push(stack, value):
-    value = codegen.name(value) if isinstance(value, str) else value
-    invoke = ast.Call(ast.Attribute(codegen.name(stack), "append", ast.Load()), [value], [])
-    return ast.Expr(invoke)
-
-
-def _pop(stack):
-    return ast.Call(ast.Attribute(codegen.name(stack), "pop", ast.Load()), [], [])
+def _capacity(chains):
+    """(loop, size) for a stack that blocks inside the statements ``chains``
+    (each the statements enclosing one block, outermost first) push at most
+    once each time they run: the top-level ``for`` loop they all lie in,
+    and the most pushes it can make (``len(range(n)) * len(range(k))`` for a
+    block inside two loops), when that is known before the loop runs.  None
+    for a block inside a ``while`` loop or in more than one top-level loop,
+    or inside a loop whose bounds the outermost loop changes.
+    """
+    chains = [c for c in chains if any(isinstance(x, (For, While)) for x in c)]
+    if not chains or not isinstance(chains[0][0], For):
+        return None
+    outer = chains[0][0]
+    changed = {outer.index} | set(outer.carried)
+    for x in walk(outer.body):
+        changed.update(_targets(x))
+        if isinstance(x, (For, While)):
+            changed.update(x.carried)
+        if isinstance(x, For):
+            changed.add(x.index)
+        elif isinstance(x, If):
+            changed.update(x.joins)
+    terms = {}
+    for chain in chains:
+        loops = [x for x in chain if isinstance(x, (For, While))]
+        if chain[0] is not outer or any(isinstance(x, While) for x in loops) or any(
+                set(var_names([x.start, x.stop, x.step])) & changed for x in loops[1:]):
+            return None
+        trips = [ast.Call(codegen.name("len"), [codegen.range_expr(x.start, x.stop, x.step)], [])
+                 for x in loops]
+        term = trips[0]
+        for t in trips[1:]:
+            term = ast.BinOp(term, ast.Mult(), t)
+        key = ast.unparse(term)
+        terms[key] = (terms.get(key, (0, term))[0] + 1, term)
+    size = None
+    for count, term in terms.values():
+        term = term if count == 1 else ast.BinOp(ast.Constant(count), ast.Mult(), term)
+        size = term if size is None else ast.BinOp(size, ast.Add(), term)
+    return outer, size
 
 
 def _offset(index, k):

@@ -38,7 +38,7 @@ _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 #: Calls that return a new array (element writes into it stay inside a function).
 _FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "np.empty_like",
-          "rt.snapshot"}
+          "rt.snapshot", "rt.float_stack"}
 
 
 def widen(lines, seeds, width, names, pure, ranks=None, after=()):

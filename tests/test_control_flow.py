@@ -226,13 +226,17 @@ def test_reversed_loop_does_no_whole_array_work(name):
 
 def test_generated_loop_reads_like_the_users():
     """The cumulative-sum gradient, spelled out: the primal loop records the
-    running sum, the adjoint loop runs backwards over the same range."""
+    running sum on a stack allocated for its trips, the adjoint loop runs
+    backwards over the same range and reads it back from the top."""
     source = _grad_source("cumsum_sq")
     entry = _functions(source)["grad_cumsum_sq"]
     line = inspect.getsourcelines(cf.cumsum_sq)[1] + 4
     assert f"# adjoint of: for i in range(x.shape[0]):  [line {line}]" in entry
     assert re.search(r"for i in range\((\w+) - 1, -1, -1\):", entry)
-    assert "s_stack.append(s)" in entry and "s = s_stack.pop()" in entry
+    assert re.search(r"s_stack = rt.float_stack\(len\(range\((\w+)\)\)\)\n *s_top = 0\n"
+                     r" *for i in range\(\1\):", entry), entry
+    assert "s_stack[s_top] = s\n" in entry and "s_top += 1" in entry
+    assert "s_top -= 1\n" in entry and "s = s_stack[s_top]\n" in entry
 
 
 # -- Jacobian rows in one compiled call ------------------------------------------------------

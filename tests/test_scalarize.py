@@ -57,7 +57,8 @@ def test_ode_gradient_is_scalar_code():
     src = ad.source(g, *args)
     assert "np.array(" not in _code(src)
     assert "theta_0 = theta[0]" in src
-    assert src.count("_stack = []") == 2, src          # one per state element
+    # One stack per state element, allocated for the n steps before the loop.
+    assert src.count("_stack = rt.float_stack(len(range(n)))") == 2, src
     assert "def _midpoint(state_0, state_1, theta_0, theta_1, theta_2, theta_3, h)" in src
 
 

@@ -8,13 +8,15 @@ from s2s_ad import runtime as rt
 
 
 def grad_cumsum_recurrence(x):
-    s_stack = []
     # for i in range(x.shape[0]):  [line 12]
     _t1 = np.shape(x)
     _t2 = _t1[0]
     s = 0.0
+    s_stack = rt.float_stack(len(range(_t2)))
+    s_top = 0
     for i in range(_t2):
-        s_stack.append(s)
+        s_stack[s_top] = s
+        s_top += 1
         # s = s + x[i]  [line 13]
         _t3 = x[i]
         s_1 = s + _t3
@@ -24,7 +26,8 @@ def grad_cumsum_recurrence(x):
     bs = rt.zeros_like(s)
     # adjoint of: for i in range(x.shape[0]):  [line 12]
     for i in range(_t2 - 1, -1, -1):
-        s = s_stack.pop()
+        s_top -= 1
+        s = s_stack[s_top]
         # recomputed, not stored
         _t3 = x[i]
         s_1 = s + _t3

@@ -8,8 +8,6 @@ from s2s_ad import runtime as rt
 
 
 def grad_inplace_recurrence(a, u):
-    t8_stack = []
-    x_saved = []
     # x = np.zeros(u.shape[0])  [line 31]
     _t1 = np.shape(u)
     _t2 = _t1[0]
@@ -20,6 +18,10 @@ def grad_inplace_recurrence(a, u):
     # for i in range(1, u.shape[0]):  [line 33]
     _t5 = np.shape(u)
     _t6 = _t5[0]
+    t8_stack = rt.float_stack(len(range(1, _t6)))
+    t8_top = 0
+    x_saved = rt.float_stack(len(range(1, _t6)))
+    x_saved_top = 0
     for i in range(1, _t6):
         # x[i] = a * x[i - 1] + u[i]  [line 34]
         _t7 = i - 1
@@ -27,9 +29,11 @@ def grad_inplace_recurrence(a, u):
         _t9 = a * _t8
         _t10 = u[i]
         _t11 = _t9 + _t10
-        x_saved.append(rt.snapshot(x[i]))
+        x_saved[x_saved_top] = x[i]
+        x_saved_top += 1
         x[i] = _t11
-        t8_stack.append(_t8)
+        t8_stack[t8_top] = _t8
+        t8_top += 1
     bt13 = 1.0
     # adjoint of: return np.sum(x * x)  [line 35]
     bt12 = rt.sum_grad_kept(bt13, x, None, False)
@@ -38,14 +42,16 @@ def grad_inplace_recurrence(a, u):
     bu = rt.zeros_like(u)
     # adjoint of: for i in range(1, u.shape[0]):  [line 33]
     for i in range(_t6 - 1, 0, -1):
-        _t8 = t8_stack.pop()
+        t8_top -= 1
+        _t8 = t8_stack[t8_top]
         # recomputed, not stored
         _t7 = i - 1
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt11 = bx[i]
         bx[i] = 0.0
         # restore: x[i] = a * x[i - 1] + u[i]  [line 34]
-        x[i] = x_saved.pop()
+        x_saved_top -= 1
+        x[i] = x_saved[x_saved_top]
         # adjoint of: x[i] = a * x[i - 1] + u[i]  [line 34]
         bt9 = bt11
         bt10 = bt11
