@@ -375,3 +375,87 @@ def test_repeated_jacfwd_calls_go_straight_to_the_vector_mode_jvp():
         rx, rc = ad.jacrev(kde, argnums=(0, 1))(x, centers)
         np.testing.assert_allclose(jx, rx, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(jc, rc, rtol=1e-12, atol=1e-12)
+
+
+# -- shared partials: one multiply-add per row for a linear chain ----------------------------
+
+def test_widen_computes_a_chains_partials_once_and_applies_them_per_row():
+    lines = _lanes("bd = b_out * s\n"
+                   "bx = rt.zeros_like(x)\n"
+                   "for i in range(n):\n"
+                   "    for c in range(k):\n"
+                   "        e = e_stack.pop()\n"
+                   "        bt = bd[c]\n"
+                   "        bt2 = bt * e\n"
+                   "        bz = bt2 * w\n"
+                   "        bz += bt2 * -0.5\n"
+                   "        bx[i] += bz / h\n",
+                   {"b_out": 1, "bd": 1, "bx": 1, "i": 0, "c": 0, "bt": 0, "bt2": 0, "bz": 0},
+                   width=3, after={"bx"})
+    loop = lines[lines.index("    for c in range(k):") + 1:]
+    assert loop == [
+        "        e = e_stack.pop()",
+        "        bz_d = e * w",                       # partials, once per iteration
+        "        bz_d_1 = e * -0.5",
+        "        bz_d_2 = bz_d + bz_d_1",
+        "        bx_d = bz_d_2 / h",
+        "        # every row, through the partials above",
+        "        bd_el_0 = bd_lanes[c, ..., 0]",      # the rows' loads, then their writes
+        "        bd_el_1 = bd_lanes[c, ..., 1]",
+        "        bd_el_2 = bd_lanes[c, ..., 2]",
+        "        bx_lanes[i, ..., 0] += bd_el_0 * bx_d",
+        "        bx_lanes[i, ..., 1] += bd_el_1 * bx_d",
+        "        bx_lanes[i, ..., 2] += bd_el_2 * bx_d"]
+
+
+def test_widen_carries_a_cotangent_through_its_partial():
+    lines = _lanes("bs = b_out[0]\n"
+                   "for i in range(n - 1, -1, -1):\n"
+                   "    s = s_stack.pop()\n"
+                   "    bt = bs * c\n"
+                   "    bu = bt * s\n"
+                   "    bs = bt * 0.9 + bu\n"
+                   "    g = bs * 2.0\n",             # read nowhere: no partial for it
+                   {"b_out": 1, "bs": 0, "bt": 0, "bu": 0, "g": 0, "i": 0}, after={"bs"})
+    assert lines[lines.index("for i in range(n - 1, -1, -1):") + 1:] == [
+        "    s = s_stack.pop()",
+        "    bu_d = c * s",
+        "    bs_d = c * 0.9",
+        "    bs_d_1 = bs_d + bu_d",
+        "    # every row, through the partials above",
+        "    bs_0 = bs_0 * bs_d_1",
+        "    bs_1 = bs_1 * bs_d_1"]
+
+
+@pytest.mark.parametrize("text", [
+    "    bt = bs * bs\n    bs = bt * 2.0\n",                         # not linear
+    "    bt = bx[i]\n    bx[i - 1] += bt * w\n    bx[i] += bt * v\n",   # reads what it writes
+    "    bt = bs * w\n    bs = bt + 1.0\n",                          # a constant term
+    "    bt = bs * w\n    bx[j] += bt\n    j = j - 1\n    bx[j] += bt * v\n",   # index changes
+    "    bs = bs * w\n",                                              # one statement: no gain
+])
+def test_widen_repeats_runs_the_partials_do_not_cover(text):
+    lines = _lanes("bs = b_out[0]\nbx = rt.zeros_like(x)\nfor i in range(n):\n" + text,
+                   {"b_out": 1, "bs": 0, "bt": 0, "bx": 1, "i": 0, "j": 0}, after={"bs", "bx"})
+    assert not any("_d" in line for line in lines), lines
+
+
+def carried_rows(x):
+    """A cotangent carried through the loop next to element increments."""
+    out = np.zeros(4)
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = math.sin(s) * 0.9 + x[i]
+        out[i % 4] += s * s
+    return out
+
+
+@pytest.mark.parametrize("fn, n", [(carried_rows, 9), (kde, 30)])
+def test_shared_partials_match_forward_mode_and_finite_differences(fn, n):
+    x = np.random.default_rng(n).normal(size=n)
+    args = (x,) if fn is carried_rows else (x, np.array([-0.5, 0.0, 0.25, 0.8]))
+    f = (lambda v: fn(v, *args[1:]))
+    got = jitted(fn, "jacrev")(*args)
+    np.testing.assert_allclose(got, ad.jacfwd(fn)(*args), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, fd_jacobian(f, x), rtol=1e-6, atol=1e-7)
+    assert "every row, through the partials above" in ad.source(jitted(fn, "jacrev"), *args)
