@@ -68,6 +68,7 @@ class ReverseWriter:
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
         self.kept = _kept_sums(fn, self.ranks)   # see rev_prim
+        self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
@@ -401,6 +402,13 @@ class ReverseWriter:
                             # the operand, whose adjoint multiplies it into a
                             # full-size partial: no full-size broadcast first.
                             template = _KEPT[s.rule.name]
+                        if s.rule.name == "np.matmul" and param == "x1" and \
+                                arg.name in self.row_summed:
+                            # Only the sum of its rows is read (the adjoint of
+                            # adding a vector to it): sum the cotangent's rows
+                            # first, a vector-matrix product instead of a
+                            # matrix product.
+                            template = _parse("rt.matmul(np.sum(g, axis=0), np.transpose(x2))")
                         if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
                             # The reduction's adjoint reads its operand for the
                             # shape alone: the operand of the elementwise function
@@ -1045,6 +1053,38 @@ def _kept_sums(fn, known):
         if partial is not None and (s.rule.operands[0] in partial or "out" in partial):
             t = s.targets[0]
             if t in summed and count.get(t) == 1 and known.get(t) not in (0, None):
+                out.add(t)
+    return out
+
+
+def _row_sums(fn, act, known):
+    """Matrices whose cotangent is only ever summed over rows: made by adding
+    (or subtracting) a differentiated vector and a matrix that is not
+    differentiated (``xc = x - means[j]``), and read only as the left
+    operand of a product with a matrix (``xc @ L.T``).  The product's
+    adjoint for them may sum its cotangent's rows first:
+    ``sum_i (g @ B.T)[i] = (sum_i g[i]) @ B.T``."""
+    count = _read_counts(fn)
+    # A loop's copy of a value into a carried name nothing reads after the
+    # loop (only its header lists it) is not a use.
+    unread = {h for s in walk(fn.body) if isinstance(s, (For, While))
+              for h in s.carried if count.get(h) == 1}
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.name == "copy" and s.targets[0] in unread and \
+                isinstance(s.args[0], Var):
+            count[s.args[0].name] -= 1
+    left = {s.args[0].name for s in walk(fn.body)
+            if isinstance(s, Prim) and s.rule.name == "np.matmul" and len(s.args) == 2
+            and all(isinstance(a, Var) and known.get(a.name) == 2 for a in s.args)}
+    out = set()
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.name in ("np.add", "np.subtract") and \
+                len(s.targets) == 1 and all(isinstance(a, Var) for a in s.args):
+            t = s.targets[0]
+            ranks = [known.get(a.name) for a in s.args]
+            active = [a.name in act for a in s.args]
+            if t in left and count.get(t) == 1 and sorted(ranks) == [1, 2] and \
+                    not active[ranks.index(2)] and active[ranks.index(1)]:
                 out.add(t)
     return out
 

@@ -307,3 +307,33 @@ def test_kept_reduction_adjoints_match_the_broadcast_ones():
         assert small.ndim == a.ndim and all(s in (1, n) for s, n in zip(small.shape, a.shape))
         np.testing.assert_array_equal(np.broadcast_to(small, a.shape), full(g, a, axis, keep))
         np.testing.assert_allclose(compiled[q], small, rtol=1e-15)
+
+
+def centred_norms(mu, x, A):
+    """A differentiated vector subtracted from data, then a matrix product."""
+    total = 0.0
+    for j in range(mu.shape[0]):
+        xc = x - mu[j]
+        y = xc @ A.T
+        total = total + np.sum(np.tanh(y))
+    return total
+
+
+CENTRED = (RNG.normal(size=(3, 4)), RNG.normal(size=(50, 4)), RNG.normal(size=(5, 4)))
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_centred_product_sums_the_cotangent_rows_first(target):
+    """Only the rows' sum of xc's cotangent is read (mu[j]'s adjoint), so the
+    product's adjoint sums the rows first: a vector times a matrix."""
+    check_grad(centred_norms, CENTRED, 0, target=target)
+    src = ad.source(ad.grad(centred_norms), *CENTRED)
+    assert "bxc = rt.matmul(np.sum(by, axis=0), np.transpose(" in src, src
+    assert "rt.matmul_grad_a" not in src
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_centred_product_keeps_the_full_cotangent_for_a_differentiated_matrix(target):
+    check_grad(centred_norms, CENTRED, (0, 1, 2), target=target)
+    src = ad.source(ad.grad(centred_norms, argnums=(0, 1)), *CENTRED)
+    assert "bxc = rt.matmul_grad_a(by, xc," in src, src
