@@ -41,6 +41,13 @@ _FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "
           "rt.snapshot", "rt.float_stack"}
 
 
+def _makes_array(value):
+    """Whether the expression ``value`` makes a new array (when it is one):
+    arithmetic, or a call in :data:`_FRESH`."""
+    return isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
+        isinstance(value, ast.Call) and ast.unparse(value.func) in _FRESH)
+
+
 def widen(lines, seeds, width, names, pure, ranks=None, after=()):
     """The sweep ``lines`` for ``width`` cotangents, and per cotangent the names
     its copies use (dependent name -> its copy), or None when the sweep cannot
@@ -378,10 +385,6 @@ class _Reader:
         return ast.Name(name, ast.Load())
 
 
-#: Lanes are made for arrays bound by these calls (new arrays, as from arithmetic).
-_LANE_FRESH = {"rt.zeros_like", "np.zeros_like", "np.copy"}
-
-
 def uses_lanes(source):
     """Whether generated ``source`` has lanes (and so wants the SLP vectorizer)."""
     return "rt.lanes(" in source or "rt.zeros_lanes(" in source
@@ -391,9 +394,9 @@ def _lanes(body, families, ranks, names, after):
     """Give each eligible array family one lanes array (see the module doc).
 
     A family qualifies when its K copies are arrays (``ranks``), each bound
-    once, at the sweep's top level, to a new array (arithmetic or a call in
-    :data:`_LANE_FRESH`), and every mention of a copy inside a loop is an
-    element or slice read or write with scalar indices.  The copies are then
+    once, at the sweep's top level, to a new array (:func:`_makes_array`),
+    and every mention of a copy inside a loop is an element or slice read or
+    write with scalar indices.  The copies are then
     views of the lanes array, so code outside the loops, aliases included,
     sees the same values as before (a view no code outside the loops reads,
     and no name in ``after``, is left out).
@@ -444,8 +447,7 @@ def _single_bindings(body, copies):
         if len(found) != 1:
             return None
         value = body[found[0]].value
-        if not (isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
-                isinstance(value, ast.Call) and ast.unparse(value.func) in _LANE_FRESH)):
+        if not _makes_array(value):
             return None
         stores = [n for s in body for n in ast.walk(s)
                   if isinstance(n, ast.Name) and n.id == c and not isinstance(n.ctx, ast.Load)]
@@ -552,8 +554,7 @@ def pure_function(node, pure):
             if not _confined(s, own, pure):
                 return False
             if isinstance(s, ast.Assign):
-                made = isinstance(s.value, ast.BinOp) or (
-                    isinstance(s.value, ast.Call) and ast.unparse(s.value.func) in _FRESH)
+                made = _makes_array(s.value)
                 for t in s.targets:
                     if isinstance(t, ast.Name):
                         (own.add if made else own.discard)(t.id)

@@ -459,3 +459,20 @@ def test_shared_partials_match_forward_mode_and_finite_differences(fn, n):
     np.testing.assert_allclose(got, ad.jacfwd(fn)(*args), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got, fd_jacobian(f, x), rtol=1e-6, atol=1e-7)
     assert "every row, through the partials above" in ad.source(jitted(fn, "jacrev"), *args)
+
+
+def test_widen_gives_lanes_to_arrays_any_new_array_call_made():
+    """Every call in widen._FRESH makes a new array: np.zeros as rt.zeros_like."""
+    lines = _lanes("bx = np.zeros(n)\n"
+                   "for i in range(n):\n"
+                   "    bx[i] += b_out[i] * w\n",
+                   {"b_out": 1, "bx": 1, "i": 0}, after={"bx"})
+    assert lines == [
+        "bx_0 = np.zeros(n)",
+        "bx_1 = np.zeros(n)",
+        "bx_lanes = rt.lanes((bx_0, bx_1))",
+        "bx_0 = bx_lanes[..., 0]",
+        "bx_1 = bx_lanes[..., 1]",
+        "for i in range(n):",
+        "    bx_lanes[i, ..., 0] += b_out_0[i] * w",
+        "    bx_lanes[i, ..., 1] += b_out_1[i] * w"]
