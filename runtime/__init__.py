@@ -82,6 +82,7 @@ from .reductions import (
     sum,
     sum_grad,
     sum_grad_kept,
+    times_kept,
 )
 from .scatter import index_add
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
@@ -89,7 +90,8 @@ from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
     "sum", "mean", "prod", "amax", "amin",
-    "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "prod_grad", "minmax_grad",
+    "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "times_kept", "prod_grad",
+    "minmax_grad",
     "add_minmax_grad",
     "dot", "matmul", "inner",
     "dot_grad_a", "dot_grad_b", "matmul_grad_a", "matmul_grad_b",

@@ -8,9 +8,11 @@ dtypes as the NumPy version, so both backends agree to the last bit
 except for NumPy's pairwise summation elsewhere.
 """
 
+import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
+from numba.np.numpy_support import as_dtype, from_dtype
 
 from . import reductions
 from ._nbutil import (
@@ -108,6 +110,44 @@ _register(reductions.sum_grad, mean=False)
 _register(reductions.mean_grad, mean=True)
 _register(reductions.sum_grad_kept, mean=False, kept=True)
 _register(reductions.mean_grad_kept, mean=True, kept=True)
+
+
+@overload(reductions.times_kept)
+def _times_kept(g, p, temporary=False):
+    if not (isinstance(g, types.Array) and isinstance(p, types.Array)
+            and g.ndim == p.ndim and p.ndim in (1, 2)):
+        return lambda g, p, temporary=False: g * p
+    same = g.dtype == p.dtype
+    dt = from_dtype(np.result_type(as_dtype(g.dtype), as_dtype(p.dtype)))
+    if p.ndim == 1:
+        def impl(g, p, temporary=False):
+            if g.shape[0] != 1:
+                return g * p
+            out = p if temporary and same else np.empty(p.shape, dt)
+            s = g[0]
+            for i in range(p.shape[0]):
+                out[i] = s * p[i]
+            return out
+        return impl
+
+    def impl(g, p, temporary=False):
+        n, m = p.shape
+        if g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1):
+            out = p if temporary and same else np.empty((n, m), dt)
+            step = 1 if g.shape[0] == n else 0       # a row each, or one for all
+            for i in range(n):
+                s = g[i * step, 0]
+                for j in range(m):
+                    out[i, j] = s * p[i, j]
+            return out
+        if g.shape[0] == 1 and g.shape[1] == m:
+            out = p if temporary and same else np.empty((n, m), dt)
+            for i in range(n):
+                for j in range(m):
+                    out[i, j] = g[0, j] * p[i, j]
+            return out
+        return g * p
+    return impl
 
 
 def _prod_grad_src(g, a, axis, keepdims):

@@ -397,6 +397,15 @@ class ReverseWriter:
                                         scatter=self._index_array(index))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
+                        if target in self.kept and _unary_partial(s) is not None:
+                            # g has the reduced axes at length 1 (rt.sum_grad_kept):
+                            # a loop scales the partial's rows, in place when the
+                            # partial is a new array.
+                            partial = _parse(s.rule.partials[param])
+                            fresh = not isinstance(partial, ast.Name)
+                            template = ast.Call(
+                                codegen.name("rt.times_kept"), [codegen.name("g"), partial],
+                                [ast.keyword("temporary", ast.Constant(True))] if fresh else [])
                         if s.rule.name in _KEPT and arg.name in self.kept:
                             # Its only use is the elementwise function that made
                             # the operand, whose adjoint multiplies it into a

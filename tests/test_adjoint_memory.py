@@ -337,3 +337,44 @@ def test_centred_product_keeps_the_full_cotangent_for_a_differentiated_matrix(ta
     check_grad(centred_norms, CENTRED, (0, 1, 2), target=target)
     src = ad.source(ad.grad(centred_norms, argnums=(0, 1)), *CENTRED)
     assert "bxc = rt.matmul_grad_a(by, xc," in src, src
+
+
+@numba.njit
+def _times_kept_compiled(g, p, temporary):
+    return rt.times_kept(g, p, temporary=temporary)
+
+
+@pytest.mark.parametrize("gshape, pshape", [
+    ((6, 1), (6, 4)), ((1, 4), (6, 4)), ((1, 1), (6, 4)), ((6, 4), (6, 4)),
+    ((1,), (5,)), ((5,), (5,)), ((1, 4, 1), (3, 4, 2))])
+@pytest.mark.parametrize("pdtype", [np.float64, np.float32])
+@pytest.mark.parametrize("temporary", [False, True])
+def test_times_kept_is_the_broadcast_product(gshape, pshape, pdtype, temporary):
+    """Both backends: g * p exactly, in g * p's dtype; p may be scaled in
+    place only when it is a temporary of that dtype, else it is left alone."""
+    g = RNG.normal(size=gshape)
+    for run in (rt.times_kept, _times_kept_compiled):
+        p = RNG.normal(size=pshape).astype(pdtype)
+        expected = g * p
+        before = p.copy()
+        got = run(g, p, temporary)
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == expected.dtype
+        if temporary and expected.dtype == p.dtype:
+            assert np.array_equal(p, before) or np.array_equal(p, expected)
+            assert run is not rt.times_kept or got is p
+        else:
+            np.testing.assert_array_equal(p, before)
+
+
+def test_kept_adjoint_scales_its_partial_in_a_loop():
+    """np.sum(np.square(Lx), axis=1)'s adjoint: the kept cotangent scales the
+    new partial in place (rt.times_kept), no broadcast product."""
+    def f(x, w):
+        Lx = x @ w
+        return np.sum(np.log(np.sum(Lx * Lx, axis=1)))
+    args = (RNG.normal(size=(20, 3)), RNG.normal(size=(3, 3)))
+    for target in ("python", "cpu"):
+        check_grad(f, args, (0, 1), target=target)
+    src = ad.source(ad.grad(f, argnums=(0, 1)), *args)
+    assert "rt.times_kept(bt" in src and "temporary=True" in src, src
