@@ -67,7 +67,7 @@ class ReverseWriter:
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
-        self.kept = _kept_sums(fn, self.ranks)   # see rev_prim
+        self.kept_sums = _kept_sums(fn, self.ranks)   # see rev_prim
         self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
         self._depth = 0        # how many loops and branches the adjoint being written is in
@@ -397,7 +397,7 @@ class ReverseWriter:
                                         scatter=self._index_array(index))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
-                        if target in self.kept and _unary_partial(s) is not None:
+                        if target in self.kept_sums and _unary_partial(s) is not None:
                             # g has the reduced axes at length 1 (rt.sum_grad_kept):
                             # a loop scales the partial's rows, in place when the
                             # partial is a new array.
@@ -406,7 +406,7 @@ class ReverseWriter:
                             template = ast.Call(
                                 codegen.name("rt.times_kept"), [codegen.name("g"), partial],
                                 [ast.keyword("temporary", ast.Constant(True))] if fresh else [])
-                        if s.rule.name in _KEPT and arg.name in self.kept:
+                        if s.rule.name in _KEPT and arg.name in self.kept_sums:
                             # Its only use is the elementwise function that made
                             # the operand, whose adjoint multiplies it into a
                             # full-size partial: no full-size broadcast first.
