@@ -401,11 +401,7 @@ class ReverseWriter:
                             # g has the reduced axes at length 1 (rt.sum_grad_kept):
                             # a loop scales the partial's rows, in place when the
                             # partial is a new array.
-                            partial = _parse(s.rule.partials[param])
-                            fresh = not isinstance(partial, ast.Name)
-                            template = ast.Call(
-                                codegen.name("rt.times_kept"), [codegen.name("g"), partial],
-                                [ast.keyword("temporary", ast.Constant(True))] if fresh else [])
+                            template = _times_kept(_parse(s.rule.partials[param]))
                         if s.rule.name in _KEPT and arg.name in self.kept_sums:
                             # Its only use is the elementwise function that made
                             # the operand, whose adjoint multiplies it into a
@@ -417,7 +413,7 @@ class ReverseWriter:
                             # adding a vector to it): sum the cotangent's rows
                             # first, a vector-matrix product instead of a
                             # matrix product.
-                            template = _parse("rt.matmul(np.sum(g, axis=0), np.transpose(x2))")
+                            template = _parse("rt.matmul(rt.sum(g, axis=0), np.transpose(x2))")
                         if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
                             # The reduction's adjoint reads its operand for the
                             # shape alone: the operand of the elementwise function
@@ -1108,6 +1104,23 @@ def _same_shape(fn):
         if partial is not None and s.rule.operands[0] in partial and "out" not in partial:
             out[s.targets[0]] = s.args[0].name
     return out
+
+
+def _times_kept(partial):
+    """``rt.times_kept(g, partial)``: a kept reduction's cotangent ``g`` scales
+    the rows of an elementwise partial.  A constant factor of the partial
+    (``2.0 * x``, np.square's) scales ``g`` instead, which is small, so the
+    full-size product is computed once; the product is made in place when the
+    partial is a new array."""
+    g = codegen.name("g")
+    if isinstance(partial, ast.BinOp) and isinstance(partial.op, ast.Mult):
+        for c, rest in ((partial.left, partial.right), (partial.right, partial.left)):
+            if isinstance(c, ast.Constant) and isinstance(c.value, (int, float)):
+                g, partial = ast.BinOp(g, ast.Mult(), c), rest
+                break
+    fresh = not isinstance(partial, ast.Name)
+    return ast.Call(codegen.name("rt.times_kept"), [g, partial],
+                    [ast.keyword("temporary", ast.Constant(True))] if fresh else [])
 
 
 def _unary_partial(s):

@@ -19,6 +19,8 @@ differences, on NumPy and compiled:
   again passes its cotangent on unbroadcast (``rt.sum_grad_kept``): the
   partial it is multiplied into has the full shape.
 """
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -328,7 +330,7 @@ def test_centred_product_sums_the_cotangent_rows_first(target):
     product's adjoint sums the rows first: a vector times a matrix."""
     check_grad(centred_norms, CENTRED, 0, target=target)
     src = ad.source(ad.grad(centred_norms), *CENTRED)
-    assert "bxc = rt.matmul(np.sum(by, axis=0), np.transpose(" in src, src
+    assert "bxc = rt.matmul(rt.sum(by, axis=0), np.transpose(" in src, src
     assert "rt.matmul_grad_a" not in src
 
 
@@ -369,7 +371,9 @@ def test_times_kept_is_the_broadcast_product(gshape, pshape, pdtype, temporary):
 
 def test_kept_adjoint_scales_its_partial_in_a_loop():
     """np.sum(np.square(Lx), axis=1)'s adjoint: the kept cotangent scales the
-    new partial in place (rt.times_kept), no broadcast product."""
+    partial in a loop (rt.times_kept), no broadcast product; np.square's
+    constant factor 2.0 scales the small cotangent, not a full-size copy of
+    Lx."""
     def f(x, w):
         Lx = x @ w
         return np.sum(np.log(np.sum(Lx * Lx, axis=1)))
@@ -377,4 +381,20 @@ def test_kept_adjoint_scales_its_partial_in_a_loop():
     for target in ("python", "cpu"):
         check_grad(f, args, (0, 1), target=target)
     src = ad.source(ad.grad(f, argnums=(0, 1)), *args)
-    assert "rt.times_kept(bt" in src and "temporary=True" in src, src
+    assert re.search(r"rt\.times_kept\(bt\w+ \* 2\.0, Lx\)", src), src
+    assert "2.0 * Lx" not in src
+
+
+def test_kept_adjoint_scales_a_new_partial_in_place():
+    """A partial computed for the adjoint (np.sin's np.cos(x)) is scaled in
+    place; a constant factor in the partial's own product (exp2's log 2)
+    moves to the cotangent."""
+    def f(x):
+        return np.sum(np.log(np.sum(np.sin(x), axis=1) + 3.0)) + \
+            np.sum(np.log(np.sum(np.exp2(x), axis=0)))
+    args = (RNG.normal(size=(20, 3)),)
+    for target in ("python", "cpu"):
+        check_grad(f, args, 0, target=target)
+    src = ad.source(ad.grad(f), *args)
+    assert re.search(r"rt\.times_kept\(bt\w+, np\.cos\(x\), temporary=True\)", src), src
+    assert re.search(r"rt\.times_kept\(bt\w+ \* 0\.693\d*, \w+\)", src), src

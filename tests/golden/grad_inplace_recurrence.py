@@ -37,7 +37,7 @@ def grad_inplace_recurrence(a, u):
     bt13 = 1.0
     # adjoint of: return np.sum(x * x)  [line 35]
     bt12 = rt.sum_grad_kept(bt13, x, None, False)
-    bx = rt.times_kept(bt12, 2.0 * x, temporary=True)
+    bx = rt.times_kept(bt12 * 2.0, x)
     ba = rt.zeros_like(a)
     bu = rt.zeros_like(u)
     # adjoint of: for i in range(1, u.shape[0]):  [line 33]
