@@ -132,21 +132,21 @@ def _times_kept(g, p, temporary=False):
 
     def impl(g, p, temporary=False):
         n, m = p.shape
-        if g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1):
-            out = p if temporary and same else np.empty((n, m), dt)
+        rows = g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1)
+        if not (rows or g.shape[0] == 1 and g.shape[1] == m):
+            return g * p
+        out = p if temporary and same else np.empty((n, m), dt)
+        if rows:
             step = 1 if g.shape[0] == n else 0       # a row each, or one for all
             for i in range(n):
                 s = g[i * step, 0]
                 for j in range(m):
                     out[i, j] = s * p[i, j]
-            return out
-        if g.shape[0] == 1 and g.shape[1] == m:
-            out = p if temporary and same else np.empty((n, m), dt)
+        else:
             for i in range(n):
                 for j in range(m):
                     out[i, j] = g[0, j] * p[i, j]
-            return out
-        return g * p
+        return out
     return impl
 
 

@@ -1049,7 +1049,7 @@ def _kept_sums(fn, known):
     ``np.sum(t, 1)``): the reduction's adjoint for them may stay unbroadcast
     (``rt.sum_grad_kept``), since the one adjoint reading it multiplies it
     into the partial, which has the full shape."""
-    count = _read_counts(fn)
+    count = _use_counts(fn)
     summed = {s.args[0].name for s in walk(fn.body)
               if isinstance(s, Prim) and s.rule.name in _KEPT and isinstance(s.args[0], Var)}
     out = set()
@@ -1069,15 +1069,7 @@ def _row_sums(fn, act, known):
     operand of a product with a matrix (``xc @ L.T``).  The product's
     adjoint for them may sum its cotangent's rows first:
     ``sum_i (g @ B.T)[i] = (sum_i g[i]) @ B.T``."""
-    count = _read_counts(fn)
-    # A loop's copy of a value into a carried name nothing reads after the
-    # loop (only its header lists it) is not a use.
-    unread = {h for s in walk(fn.body) if isinstance(s, (For, While))
-              for h in s.carried if count.get(h) == 1}
-    for s in walk(fn.body):
-        if isinstance(s, Prim) and s.rule.name == "copy" and s.targets[0] in unread and \
-                isinstance(s.args[0], Var):
-            count[s.args[0].name] -= 1
+    count = _use_counts(fn)
     left = {s.args[0].name for s in walk(fn.body)
             if isinstance(s, Prim) and s.rule.name == "np.matmul" and len(s.args) == 2
             and all(isinstance(a, Var) and known.get(a.name) == 2 for a in s.args)}
@@ -1141,6 +1133,25 @@ def _read_counts(fn):
     return count
 
 
+def _use_counts(fn):
+    """How many statements of ``fn`` use each name: its reads (see dce.reads),
+    less those of values nothing reads after their loop.  A name a loop
+    carries only because the user's variable outlives it (``sq = Lx * Lx``
+    in a loop body), which only the loop's header lists, is not used by the
+    header, nor is a value by its copy into such a name: neither has an
+    adjoint."""
+    count = _read_counts(fn)
+    unread = {h for s in walk(fn.body) if isinstance(s, (For, While))
+              for h in s.carried if count.get(h) == 1}
+    for h in unread:
+        count[h] = 0
+    for s in walk(fn.body):
+        if isinstance(s, Prim) and s.rule.name == "copy" and s.targets[0] in unread and \
+                isinstance(s.args[0], Var):
+            count[s.args[0].name] -= 1
+    return count
+
+
 def _outside_loops(body):
     """The statements of ``body``, those in branches included, not in inner loops."""
     for s in body:
@@ -1160,7 +1171,7 @@ def _increments(fn):
     else, the three statements are in one block, and nothing between the
     read and the write can write into an array (or call a function).
     """
-    counts = _read_counts(fn)
+    counts = _use_counts(fn)
     found = {}
     for body in [fn.body] + [b for st in walk(fn.body) for b in blocks(st)]:
         for k, st in enumerate(body):

@@ -209,12 +209,16 @@ class _Partials:
         written = {t.value.id for s in run if isinstance(s, ast.AugAssign)
                    for t in [s.target] if isinstance(t, ast.Subscript)
                    and isinstance(t.value, ast.Name)}
+        # later[k]: the names statement k and those after it store.
+        later = [set()]
+        for s in reversed(run):
+            later.append(later[-1] | codegen.stored_names([s]))
+        later.reverse()
         for k, s in enumerate(run):
             if id(s) not in mine:
                 shared.append(s)
                 continue
-            later = set().union(*(codegen.stored_names([x]) for x in run[k:]))
-            read = _Reader(self, forms, inputs, written, later, shared)
+            read = _Reader(self, forms, inputs, written, later[k], shared)
             if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
                     isinstance(s.targets[0], ast.Name) and self.ranks.get(s.targets[0].id) == 0:
                 name = s.targets[0].id
