@@ -398,3 +398,23 @@ def test_kept_adjoint_scales_a_new_partial_in_place():
     src = ad.source(ad.grad(f), *args)
     assert re.search(r"rt\.times_kept\(bt\w+, np\.cos\(x\), temporary=True\)", src), src
     assert re.search(r"rt\.times_kept\(bt\w+ \* 0\.693\d*, \w+\)", src), src
+
+
+def named_square_in_a_loop(x, w):
+    k = w.shape[0]
+    main = np.zeros((x.shape[0], k))
+    for j in range(k):
+        Lx = x * w[j]
+        sq = Lx * Lx
+        main[:, j] = np.sum(sq, axis=1)
+    return np.sum(np.log(main))
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_a_named_square_in_a_loop_is_a_kept_sum(target):
+    """``sq`` outlives the loop in Python, so the loop carries it, but
+    nothing reads it after the loop: the sum is still its only use."""
+    args = (RNG.normal(size=(6, 3)), RNG.normal(size=(4, 3)))
+    check_grad(named_square_in_a_loop, args, (0, 1), target=target)
+    src = ad.source(ad.grad(named_square_in_a_loop, argnums=(0, 1)), *args)
+    assert "bsq = rt.sum_grad_kept(" in src and "rt.times_kept(bsq * 2.0, Lx)" in src, src
