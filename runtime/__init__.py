@@ -82,6 +82,7 @@ from .reductions import (
     sum,
     sum_grad,
     sum_grad_kept,
+    sum_squares,
     times_kept,
 )
 from .scatter import index_add
@@ -89,7 +90,7 @@ from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose
 
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
-    "sum", "mean", "prod", "amax", "amin",
+    "sum", "sum_squares", "mean", "prod", "amax", "amin",
     "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "times_kept", "prod_grad",
     "minmax_grad",
     "add_minmax_grad",

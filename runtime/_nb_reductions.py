@@ -61,11 +61,12 @@ def _init_src(kind, rt):
     return str(info.max if big else info.min)
 
 
-def reduce_src(kind, ndim, axes, keepdims, rt, elem="a"):
+def reduce_src(kind, ndim, axes, keepdims, rt, elem="a", square=None):
     """Source of `impl` reducing rank-`ndim` `a` over `axes`.
 
     `elem` names the value read: "a" (indexed when ndim > 0, or `a` itself
-    for a scalar input) or "a[()]" for a 0-d array.
+    for a scalar input) or "a[()]" for a 0-d array.  With `square` (the
+    dtype of np.square(a)) each value is squared in that dtype first.
     """
     names = [f"i{d}" for d in range(ndim)]
     value = f"a[{index(names)}]" if ndim else elem
@@ -96,7 +97,10 @@ def reduce_src(kind, ndim, axes, keepdims, rt, elem="a"):
         shape = [("1" if d in axes else f"a.shape[{d}]")
                  for d in range(ndim) if keepdims or d not in axes]
         lines.append(f"    out = np.full({shape_tuple(shape)}, {init}, {dt})")
-    body = ["v = " + value] + [u.format(o=acc, v="v") for u in _UPDATE[kind]]
+    body = ["v = " + value]
+    if square is not None:
+        body.append(f"v = {dtype_src(square)}(v * v)")
+    body += [u.format(o=acc, v="v") for u in _UPDATE[kind]]
     lines += loops(names, [f"a.shape[{d}]" for d in range(ndim)], body)
     if kind == "mean":
         # Divide in the result dtype: Numba would promote to float64.
@@ -125,3 +129,19 @@ def _reduction_overload(kind):
 
 for _kind in _NUMPY_FUNC:
     _reduction_overload(_kind)
+
+
+@overload(reductions.sum_squares, prefer_literal=True)
+def _sum_squares(a, axis=None, keepdims=False):
+    # One loop nest, no full-size square: each value is squared in
+    # np.square's dtype (so integers wrap as NumPy's do), then added in
+    # np.sum's.
+    if not (is_scalar(a) or isinstance(a, types.Array)):
+        raise TypingError(f"s2s_ad.runtime.sum_squares: unsupported {a}")
+    ndim = 0 if is_scalar(a) else a.ndim
+    axes = static_axes(axis, ndim, "sum_squares")
+    keep = static_bool(keepdims, "sum_squares")
+    square = np.square(np.ones(1, np_dtype(a))).dtype
+    elem = "a" if is_scalar(a) else "a[()]"
+    return compile_impl(reduce_src("sum", ndim, axes, keep, _result_dtype("sum", square), elem,
+                                   square=square))

@@ -22,6 +22,13 @@ def sum(a, axis=None, keepdims=False):
     return np.sum(a, axis=axis, keepdims=keepdims)
 
 
+def sum_squares(a, axis=None, keepdims=False):
+    """np.sum(np.square(a), axis, keepdims); compiled, one loop with no
+    full-size square (what generated code calls for a square only a sum
+    reads)."""
+    return np.sum(np.square(a), axis=axis, keepdims=keepdims)
+
+
 def mean(a, axis=None, keepdims=False):
     """np.mean(a, axis, keepdims)."""
     return np.mean(a, axis=axis, keepdims=keepdims)

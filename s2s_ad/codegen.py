@@ -12,7 +12,7 @@ import ast
 import numpy as np
 
 from . import rules
-from .ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While
+from .ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While, blocks, walk
 
 _OPERATOR_OF = {name: op for op, name in rules.OPERATORS.items()}
 _UNARY = (ast.USub, ast.UAdd, ast.Not)
@@ -228,6 +228,49 @@ def range_expr(start, stop, step):
     return ast.Call(name("range"), [atom(a) for a in args], [])
 
 
+def sums_of_squares(fn_body, kept, live=()):
+    """Sums to print as one reduction of their operand's squares.
+
+    ``t = np.square(x); s = np.sum(t, axis=1)`` prints as
+    ``s = rt.sum_squares(x, axis=1)``, with no full-size square, when the
+    sum is the only statement of the function reading ``t``, ``t`` is not in
+    ``live`` (names read elsewhere: an adjoint sweep's), both are printed
+    (ids in ``kept``), and only pure statements that leave ``x`` alone lie
+    between them in one block.  Returns ``{id(sum): x}`` and the squares'
+    ids, which are not printed.
+    """
+    from .dce import reads
+    count = {}
+    for s in walk(fn_body):
+        for n in reads(s):
+            count[n] = count.get(n, 0) + 1
+    fused, squares = {}, set()
+    for body in [fn_body] + [b for st in walk(fn_body) for b in blocks(st)]:
+        made = {}       # square's name -> (its statement's id, its operand)
+        for s in body:
+            if not isinstance(s, Prim) or s.rule.mutates or id(s) not in kept:
+                made = {}
+                continue
+            arg = s.args[0] if s.args else None
+            if s.rule.name == "np.sum" and isinstance(arg, Var) and arg.name in made and \
+                    count.get(arg.name) == 1 and arg.name not in live:
+                square, x = made.pop(arg.name)
+                fused[id(s)] = x
+                squares.add(square)
+            made = {t: m for t, m in made.items() if m[1] not in s.targets}
+            if s.rule.name == "np.square" and isinstance(arg, Var):
+                made[s.targets[0]] = (id(s), arg.name)
+    return fused, squares
+
+
+def _sum_squares(s, x):
+    """``s``'s statement with its sum of ``np.square(x)`` as one call."""
+    node = stmt(s)
+    node.value.func = name("rt.sum_squares")
+    node.value.args[0] = name(x)
+    return node
+
+
 class Hooks:
     """What a printer adds around statements; the plain primal adds nothing.
 
@@ -235,6 +278,12 @@ class Hooks:
     trips and save array elements in its primal sweep.
     """
     kept = None     # ids of the statements to print (None: all)
+    fused = {}      # id of a sum -> the operand whose squares it adds (sums_of_squares)
+
+    def fuse_squares(self, fn_body, live=()):
+        """Print sums of squares as one reduction (see sums_of_squares)."""
+        self.fused, squares = sums_of_squares(fn_body, self.kept, live)
+        self.kept = self.kept - squares
 
     def keep(self, s):
         return self.kept is None or id(s) in self.kept
@@ -292,7 +341,8 @@ def block(w, body, fn_names, hooks):
             w.indent -= 1
         elif not hooks.simple(w, s):
             w.loc(s.loc)
-            w.node(stmt(s, fn_names))
+            fused = hooks.fused.get(id(s))
+            w.node(stmt(s, fn_names) if fused is None else _sum_squares(s, fused))
     hooks.end(w, body)
     if all(line.lstrip().startswith("#") for line in w.lines[start:]):
         w.line("pass")
@@ -315,6 +365,7 @@ def primal(fn, fname, w, fn_names):
     w.indent += 1
     hooks = Hooks()
     hooks.kept = keep(fn.body, set())
+    hooks.fuse_squares(fn.body)
     block(w, fn.body, fn_names, hooks)
     w.indent -= 1
     w.blank()

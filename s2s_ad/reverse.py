@@ -242,7 +242,10 @@ class ReverseWriter:
         body = [s for s in self.fn.body if not isinstance(s, Return)]
         self.kept = keep(body, self._reads | set(live_out), self._call_defs(),
                          [k for k in self.counters if k in self._reversed_loops])
-        codegen.block(fwd, body, self.module.fn_names, _ForwardHooks(self, self.kept))
+        hooks = _ForwardHooks(self, self.kept)
+        hooks.fuse_squares(self.fn.body, self._reads | set(live_out))
+        self.kept = hooks.kept
+        codegen.block(fwd, body, self.module.fn_names, hooks)
         return fwd, back, ret
 
     def _read_before_written(self):
