@@ -349,11 +349,11 @@ class Batched:
                 for v, (_, ndim) in zip(raw_leaves, raw_paths)]
         inputs = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
                   for x, a in zip(moved, axes)]
-        misfit = np.zeros(size, dtype=np.bool_)
+        misfit = np.full(1, -1, dtype=np.int64)    # an example whose output does not fit
         loop.function(*inputs, *outs, misfit)
-        if misfit.any():
+        if misfit[0] >= 0:
             raise ValueError(f"vmap: an output of {_name(self.fun)} has a different shape for "
-                             f"example {int(np.argmax(misfit))} than for example 0; every "
+                             f"example {int(misfit[0])} than for example 0; every "
                              f"example must give outputs of one shape")
         batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
         result = post(_rebuild_raw(raw, iter(batched), elements=elements), batched=True)
@@ -533,7 +533,7 @@ class _LoopBuilder:
             else:
                 body += [f"v = np.ravel({value})",
                          f"if v.shape[0] != {out}.shape[1]:",
-                         "    misfit[b] = True",
+                         "    misfit[0] = b",
                          "else:",
                          "    for k in range(v.shape[0]):",
                          f"        {out}[b, k] = v[k]"]

@@ -37,14 +37,20 @@ def rebuild(value, treedef):
 
 
 def unflatten(leaves, treedef):
-    it = iter(leaves)
+    """The inverse of :func:`flatten`.
 
-    def build(tree):
-        if tree is None:
-            return next(it)
-        kind, children = tree
-        return kind(build(c) for c in children)
-    return build(treedef)
+    The recursion is a module function, not a closure: a closure that calls
+    itself is a reference cycle, which would keep ``leaves`` (a batch's
+    outputs) alive until the cyclic garbage collector ran.
+    """
+    return _build(treedef, iter(leaves))
+
+
+def _build(tree, leaves):
+    if tree is None:
+        return next(leaves)
+    kind, children = tree
+    return kind(_build(c, leaves) for c in children)
 
 
 def rank(x):
