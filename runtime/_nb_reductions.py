@@ -109,39 +109,29 @@ def reduce_src(kind, ndim, axes, keepdims, rt, elem="a", square=None):
     return "\n".join(lines)
 
 
-def _reduction_overload(kind):
-    """Register the Numba overload of reductions.<kind>."""
-    fname = kind
+def _reduction_overload(fname, kind, square=False):
+    """Register the Numba overload of reductions.<fname>, a `kind` reduction
+    (of the squares of `a`, with `square`)."""
 
-    @overload(getattr(reductions, kind), prefer_literal=True)
+    @overload(getattr(reductions, fname), prefer_literal=True)
     def _ov(a, axis=None, keepdims=False):
         if not (is_scalar(a) or isinstance(a, types.Array)):
             raise TypingError(f"s2s_ad.runtime.{fname}: unsupported {a}")
         ndim = 0 if is_scalar(a) else a.ndim
         axes = static_axes(axis, ndim, fname)
         keep = static_bool(keepdims, fname)
-        rt = _result_dtype(kind, np_dtype(a))
+        dt = np_dtype(a)
+        # Squares are taken in np.square's dtype (integers wrap as NumPy's
+        # do), then reduced in the reduction's.
+        squared = np.square(np.ones(1, dt)).dtype if square else None
+        rt = _result_dtype(kind, dt if squared is None else squared)
         elem = "a" if is_scalar(a) else "a[()]"
-        return compile_impl(reduce_src(kind, ndim, axes, keep, rt, elem))
+        return compile_impl(reduce_src(kind, ndim, axes, keep, rt, elem, square=squared))
 
     return _ov
 
 
 for _kind in _NUMPY_FUNC:
-    _reduction_overload(_kind)
-
-
-@overload(reductions.sum_squares, prefer_literal=True)
-def _sum_squares(a, axis=None, keepdims=False):
-    # One loop nest, no full-size square: each value is squared in
-    # np.square's dtype (so integers wrap as NumPy's do), then added in
-    # np.sum's.
-    if not (is_scalar(a) or isinstance(a, types.Array)):
-        raise TypingError(f"s2s_ad.runtime.sum_squares: unsupported {a}")
-    ndim = 0 if is_scalar(a) else a.ndim
-    axes = static_axes(axis, ndim, "sum_squares")
-    keep = static_bool(keepdims, "sum_squares")
-    square = np.square(np.ones(1, np_dtype(a))).dtype
-    elem = "a" if is_scalar(a) else "a[()]"
-    return compile_impl(reduce_src("sum", ndim, axes, keep, _result_dtype("sum", square), elem,
-                                   square=square))
+    _reduction_overload(_kind, _kind)
+# One loop nest, no full-size square.
+_reduction_overload("sum_squares", "sum", square=True)

@@ -12,7 +12,7 @@ import ast
 import numpy as np
 
 from . import rules
-from .ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While, blocks, walk
+from .ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While, all_blocks
 
 _OPERATOR_OF = {name: op for op, name in rules.OPERATORS.items()}
 _UNARY = (ast.USub, ast.UAdd, ast.Not)
@@ -239,13 +239,10 @@ def sums_of_squares(fn_body, kept, live=()):
     between them in one block.  Returns ``{id(sum): x}`` and the squares'
     ids, which are not printed.
     """
-    from .dce import reads
-    count = {}
-    for s in walk(fn_body):
-        for n in reads(s):
-            count[n] = count.get(n, 0) + 1
+    from .dce import read_counts
+    count = read_counts(fn_body)
     fused, squares = {}, set()
-    for body in [fn_body] + [b for st in walk(fn_body) for b in blocks(st)]:
+    for body in all_blocks(fn_body):
         made = {}       # square's name -> (its statement's id, its operand)
         for s in body:
             if not isinstance(s, Prim) or s.rule.mutates or id(s) not in kept:

@@ -6,7 +6,7 @@ something later reads; branches and loops with nothing kept inside are
 dropped.  Lowered code is pure except element writes, which count as
 defining their array.
 """
-from .ir import Call, For, If, Prim, Return, While, var_names
+from .ir import Call, For, If, Prim, Return, While, var_names, walk
 
 
 def reads(s):
@@ -26,6 +26,15 @@ def reads(s):
     if isinstance(s, While):
         return set(s.carried) | set(var_names([s.cond]))
     raise TypeError(s)
+
+
+def read_counts(body):
+    """How many statements of ``body``, nested ones included, read each name."""
+    count = {}
+    for s in walk(body):
+        for n in reads(s):
+            count[n] = count.get(n, 0) + 1
+    return count
 
 
 def defs(s):

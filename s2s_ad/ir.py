@@ -191,6 +191,11 @@ def blocks(s):
     return []
 
 
+def all_blocks(body):
+    """``body`` and every statement list nested in it."""
+    return [body] + [b for s in walk(body) for b in blocks(s)]
+
+
 def walk(body):
     """Every statement of a body, nested ones included, in order."""
     for s in body:

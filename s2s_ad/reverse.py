@@ -21,8 +21,22 @@ from . import codegen, ranks, widen
 from .activity import analyse, diff_args
 from .adjoints import Adjoints, Subst, assign, call, instantiate, simplify
 from .custom import has_vjp_rule
-from .dce import keep, reads
-from .ir import Call, Const, For, If, Prim, Return, Tup, Var, While, blocks, var_names, walk
+from .dce import keep, read_counts, reads
+from .ir import (
+    Call,
+    Const,
+    For,
+    If,
+    Prim,
+    Return,
+    Tup,
+    Var,
+    While,
+    all_blocks,
+    blocks,
+    var_names,
+    walk,
+)
 from .ranks import rank_of
 from .rules.registry import _parse
 
@@ -1127,15 +1141,6 @@ def _unary_partial(s):
     return None
 
 
-def _read_counts(fn):
-    """How many statements of ``fn`` read each name (see dce.reads)."""
-    count = {}
-    for s in walk(fn.body):
-        for n in reads(s):
-            count[n] = count.get(n, 0) + 1
-    return count
-
-
 def _use_counts(fn):
     """How many statements of ``fn`` use each name: its reads (see dce.reads),
     less those of values nothing reads after their loop.  A name a loop
@@ -1143,7 +1148,7 @@ def _use_counts(fn):
     in a loop body), which only the loop's header lists, is not used by the
     header, nor is a value by its copy into such a name: neither has an
     adjoint."""
-    count = _read_counts(fn)
+    count = read_counts(fn.body)
     unread = {h for s in walk(fn.body) if isinstance(s, (For, While))
               for h in s.carried if count.get(h) == 1}
     for h in unread:
@@ -1176,7 +1181,7 @@ def _increments(fn):
     """
     counts = _use_counts(fn)
     found = {}
-    for body in [fn.body] + [b for st in walk(fn.body) for b in blocks(st)]:
+    for body in all_blocks(fn.body):
         for k, st in enumerate(body):
             if not (isinstance(st, Prim) and st.rule.mutates and st.rule.name == "setitem"
                     and isinstance(st.args[1], Var)):
