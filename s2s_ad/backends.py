@@ -8,10 +8,12 @@ to a file named by the hash of its text and constants, so tracebacks show
 real lines and Numba's disk cache (``cache=True``) survives new processes.
 """
 import hashlib
-import importlib.util
+import linecache
 import os
 import sys
 import threading
+import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +22,58 @@ TARGETS = ("python", "cpu", "cuda")
 
 
 def cache_dir():
-    root = os.environ.get("S2S_AD_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "s2s_ad")
-    path = Path(root) / "generated"
-    path.mkdir(parents=True, exist_ok=True)
+    """The private folder generated modules are written to, or ``None`` when
+    it cannot be used (then everything is compiled in memory).
+
+    ``$S2S_AD_CACHE_DIR/generated``, by default ``~/.cache/s2s_ad/generated``.
+    Folders this creates are private to the user (mode 0700); an existing
+    ``generated`` folder must belong to the user and is made private, since
+    what is in it is executed.
+    """
+    if _STATE["memory"]:
+        return None
+    root = Path(os.environ.get("S2S_AD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "s2s_ad"))
+    path = root / "generated"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.stat()
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise PermissionError(f"{path} belongs to another user")
+        if info.st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError as error:
+        _in_memory(path, error)
+        return None
     return path
+
+
+def on_disk():
+    """Whether generated modules are files (so Numba's disk cache can keep them)."""
+    return cache_dir() is not None
+
+
+_STATE = {"memory": False}
+_LOCK = threading.Lock()
+
+
+def _in_memory(path, error):
+    """Compile in memory from now on, saying so once."""
+    with _LOCK:
+        if _STATE["memory"]:
+            return
+        _STATE["memory"] = True
+    warnings.warn(f"s2s_ad cannot use its cache folder {path} ({error}); generated code "
+                  f"is compiled in memory in this process and not kept across processes "
+                  f"(set S2S_AD_CACHE_DIR to a writable folder to keep it)",
+                  RuntimeWarning, stacklevel=4)
+
+
+def module_name(source, consts, stem):
+    """``stem`` and the hash of the module's text and constants."""
+    digest = hashlib.sha256((source + _fingerprint(consts)).encode()).hexdigest()[:20]
+    return f"{stem}_{digest}"
 
 
 def _fingerprint(consts):
@@ -42,27 +91,56 @@ def _fingerprint(consts):
 
 
 def write_module(source, consts, stem):
-    """Write ``source`` to the cache (once) and return its path."""
-    digest = hashlib.sha256((source + _fingerprint(consts)).encode()).hexdigest()[:20]
-    path = cache_dir() / f"{stem}_{digest}.py"
-    if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)
+    """The path of a cache file holding exactly ``source``, or ``None`` when
+    the cache folder cannot be used.
+
+    A file already there is used only when its text is ``source``; a
+    truncated, edited or foreign one is replaced.  Writers go through a
+    temporary file and an atomic rename, so processes and threads writing
+    the same module at once leave one whole file.
+    """
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"{module_name(source, consts, stem)}.py"
+    try:
+        if _text(path) != source:
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, path)
+    except OSError as error:
+        _in_memory(folder, error)
+        return None
     return path
 
 
-def import_file(path, modname, consts=()):
-    """Run the module file ``path`` as ``modname`` with ``consts`` bound first.
+def _text(path):
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
+
+def import_file(path, modname, consts=(), source=None):
+    """Run a generated module as ``modname`` with ``consts`` bound first.
+
+    ``source`` is the text to run: it is compiled from memory (under the
+    file's name, for tracebacks and Numba's cache), so what runs is what
+    was generated whatever happens to the file meanwhile.  ``path`` may be
+    ``None`` (in-memory compilation); without ``source`` the file is read.
     The module is in ``sys.modules`` under that name while it runs and
     after, so Numba's disk cache can import it again by name.
     """
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
+    if source is None:
+        source = Path(path).read_text()
+    filename = str(path) if path is not None else f"<s2s_ad generated {modname}>"
+    if path is None:
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(modname)
+    module.__file__ = filename
     module.__dict__.update(consts)
     sys.modules[modname] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, filename, "exec"), module.__dict__)
     return module
 
 
@@ -75,10 +153,11 @@ def load(source, consts, functions, stem, target="python", options=None, superwo
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     options = dict(options or {})
     path = write_module(source, consts, stem)
-    module = import_file(path, f"s2s_ad_generated.{path.stem}.{target}", consts)
+    name = f"s2s_ad_generated.{module_name(source, consts, stem)}.{target}"
+    module = import_file(path, name, consts, source)
     if target == "cpu":
         import numba
-        njit_options = {"cache": options.get("cache", True),
+        njit_options = {"cache": options.get("cache", True) and path is not None,
                         "fastmath": options.get("fastmath", False)}
         if options.get("parallel"):
             njit_options["parallel"] = True

@@ -539,7 +539,7 @@ class _LoopBuilder:
                          f"        {out}[b, k] = v[k]"]
         loop = "prange" if self.parallel else "range"
         py_func = self.entry.py_func
-        self.source = (f"@numba.njit(parallel={self.parallel}, cache=True)\n"
+        self.source = (f"@numba.njit(parallel={self.parallel}, cache={backends.on_disk()})\n"
                        f"def vmap_loop({', '.join(args + outs + ['misfit'])}):\n"
                        f"    # one call of {py_func.__name__} per example, outputs written "
                        f"in place\n"
@@ -551,7 +551,7 @@ class _LoopBuilder:
                   f"from {py_func.__module__} import {py_func.__name__} as entry\n\n\n"
                   + self.source)
         path = backends.write_module(module, {}, "vmap_loop")
-        name = f"s2s_ad_generated.{path.stem}"
-        loaded = sys.modules.get(name) or backends.import_file(path, name)
+        name = f"s2s_ad_generated.{backends.module_name(module, {}, 'vmap_loop')}"
+        loaded = sys.modules.get(name) or backends.import_file(path, name, source=module)
         self.function = loaded.vmap_loop
         return self
