@@ -7,6 +7,7 @@ function is then cached per structure, so later calls cost only a dispatch.
 import functools
 import inspect
 import operator
+import threading
 import time
 
 import numpy as np
@@ -32,7 +33,8 @@ class Transformed:
         self.target = target
         self.options = dict(options or {})
         self._built = {}
-        self._last = None
+        self._latest = None           # the state the latest call in any thread used
+        self._local = threading.local()
         self._nargs = _layered_arg_count(fun, self.layers, width if kind == "primal" else 1)
         if kind in _COTANGENT_KINDS and self._nargs is not None:
             self._nargs += 1          # the cotangent
@@ -41,6 +43,16 @@ class Transformed:
         functools.update_wrapper(self, fun, updated=())
         if kind == "primal":
             self.__s2s_ad_function__ = fun
+
+    @property
+    def _last(self):
+        """The built state this thread's current call uses (calls from several
+        threads at once each see their own)."""
+        return getattr(self._local, "state", None) or self._latest
+
+    @_last.setter
+    def _last(self, st):
+        self._local.state = self._latest = st
 
     def __repr__(self):
         return f"<s2s_ad {self.kind} of {self.fun.__qualname__} (target={self.target})>"
@@ -68,11 +80,16 @@ class Transformed:
         """The built pipeline for one argument structure (leaf ranks, small lengths)."""
         st = self._built.get((trees, ranks, lengths))
         if st is None:
-            req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
-                                   self.argnums, self.has_aux, self.target, self.options, ranks,
-                                   self.layers, lengths, self.width)
-            st = self._built[trees, ranks, lengths] = pipeline.build(req)
-            st.function = getattr(st.compiled, st.entry)
+            with _BUILDING:
+                st = self._built.get((trees, ranks, lengths))
+                if st is None:
+                    req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
+                                           self.argnums, self.has_aux, self.target,
+                                           self.options, ranks, self.layers, lengths,
+                                           self.width)
+                    st = pipeline.build(req)
+                    st.function = getattr(st.compiled, st.entry)
+                    self._built[trees, ranks, lengths] = st
         self._last = st
         return st
 
@@ -224,6 +241,10 @@ class Transformed:
                             f"non-scalar outputs")
         self._last.checked = True
 
+
+#: Held while a pipeline is built: the passes share per-program caches, and a
+#: transform called from several threads at once is built once.
+_BUILDING = threading.RLock()
 
 #: Kinds whose entry takes the output's cotangent(s) as its last argument.
 _COTANGENT_KINDS = ("vjp", "vjp_rows")
