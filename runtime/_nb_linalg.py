@@ -5,9 +5,13 @@ each overload therefore casts the operands (and g) to their common float
 dtype and makes strided ones contiguous before calling it, then casts the
 adjoint to the operand's float dtype.  A scalar operand is "weak" (takes
 the array's dtype), as in linalg.py.  Supported in Numba: scalars (not
-for matmul) and 1-D/2-D arrays for dot and matmul; any ranks >= 1 for
-inner.  Anything else is a TypingError naming the limitation.
+for matmul) and 1-D/2-D arrays for dot; for matmul also stacks of matrices
+(ranks above 2, batch axes broadcast as in NumPy), one product per matrix;
+any ranks >= 1 for inner.  Anything else is a TypingError naming the
+limitation.
 """
+
+import re
 
 import numpy as np
 from numba import types
@@ -206,7 +210,81 @@ def _dot(a, b):
 
 @overload(linalg.matmul, prefer_literal=True)
 def _matmul(a, b):
+    if _is_stack(a, b):
+        return _stacked_impl(a, b)
     return _product_impl(a, b, "matmul", scalars=False)
+
+
+def _is_stack(a, b):
+    """Whether a @ b is a stack of products: array operands, one above 2-D."""
+    return all(isinstance(t, types.Array) and t.ndim >= 1 for t in (a, b)) and \
+        max(a.ndim, b.ndim) > 2
+
+
+def _stack_loops(a, b, ct, body):
+    """Source lines of a loop over the broadcast batch axes of a @ b.
+
+    Defines the prepared operands ``A`` and ``B`` and, inside the loops,
+    ``ia``/``ib`` (the index of the current matrix of each operand; a batch
+    axis of length 1 is broadcast) and ``io`` (of the output's); ``body``
+    lines run once per matrix with the shapes ``n0, n1, ...`` known.
+    """
+    core_a, core_b = min(a.ndim, 2), min(b.ndim, 2)
+    lead_a, lead_b = a.ndim - core_a, b.ndim - core_b
+    nb = max(lead_a, lead_b)
+    lines = [f"    A = {_prep('a', a, ct, contiguous=True)}",
+             f"    B = {_prep('b', b, ct, contiguous=True)}"]
+    ia, ib = [], []
+    for d in range(nb):
+        ja, jb = d - (nb - lead_a), d - (nb - lead_b)
+        sizes = [f"{n}.shape[{j}]" for n, j in (("A", ja), ("B", jb)) if j >= 0]
+        if len(sizes) == 2:
+            lines += [f"    if {sizes[0]} != {sizes[1]} and {sizes[0]} != 1 and "
+                      f"{sizes[1]} != 1:",
+                      "        raise ValueError('matmul: the batch axes do not broadcast')"]
+        lines.append(f"    n{d} = max({', '.join(sizes)})" if len(sizes) == 2
+                     else f"    n{d} = {sizes[0]}")
+        if ja >= 0:
+            ia.append(f"min(i{d}, A.shape[{ja}] - 1)")
+        if jb >= 0:
+            ib.append(f"min(i{d}, B.shape[{jb}] - 1)")
+    names = [f"i{d}" for d in range(nb)]
+    inner = [f"ia = ({', '.join(ia)}{',' if len(ia) == 1 else ''})",
+             f"ib = ({', '.join(ib)}{',' if len(ib) == 1 else ''})",
+             f"io = ({', '.join(names)},)"] + body
+    return lines, loops(names, [f"n{d}" for d in range(nb)], inner)
+
+
+def _stacked_impl(a, b):
+    """Impl of a @ b for stacks of matrices (or of vectors with one matrix)."""
+    ct = _common_dtype("matmul", a, b)
+    core_a, core_b = min(a.ndim, 2), min(b.ndim, 2)
+    prod = "_gemm(A[ia], B[ib])" if (core_a, core_b) == (2, 2) else "np.dot(A[ia], B[ib])"
+    head, body = _stack_loops(a, b, ct, [f"out[io] = {prod}"])
+    nb = max(a.ndim - core_a, b.ndim - core_b)
+    core = (["A.shape[-2]"] if core_a == 2 else []) + (["B.shape[-1]"] if core_b == 2 else [])
+    shape = ", ".join([f"n{d}" for d in range(nb)] + core)
+    src = "\n".join(["def impl(a, b):"] + head
+                    + [f"    out = np.empty(({shape},), {dtype_src(ct)})"] + body
+                    + ["    return out"])
+    return compile_impl(src, {"_gemm": gemm})
+
+
+def _stacked_grad_impl(g, a, b, which):
+    """Impl of the adjoint of operand ``which`` of a @ b for stacks: each
+    matrix product's adjoint, added into the operand's matrix (a broadcast
+    operand gets the sum over the batch)."""
+    ct = _common_dtype(f"matmul_grad_{which}", g, a, b)
+    core = (min(a.ndim, 2), min(b.ndim, 2))
+    formula = (_GRAD_A if which == "a" else _GRAD_B)[core]
+    term = re.sub(r"\b([GAB])\b", lambda m: {"G": "G[io]", "A": "A[ia]", "B": "B[ib]"}[
+        m.group(1)], formula)
+    mine = "ia" if which == "a" else "ib"
+    head, body = _stack_loops(a, b, ct, [f"r[{mine}] += {term}"])
+    src = "\n".join(["def impl(g, a, b):", f"    G = {_g_src(g, ct, contiguous=True)}"] + head
+                    + [f"    r = np.zeros({which}.shape, {dtype_src(ct)})"] + body
+                    + [f"    return {_cast('r', ct, a if which == 'a' else b)}"])
+    return compile_impl(src, {"_gemm": gemm, "_outer": _outer})
 
 
 # Adjoint formulas for out = a . b by (a.ndim, b.ndim); G, A, B are the
@@ -256,11 +334,15 @@ def _dot_grad_b(g, a, b):
 
 @overload(linalg.matmul_grad_a, prefer_literal=True)
 def _matmul_grad_a(g, a, b):
+    if _is_stack(a, b):
+        return _stacked_grad_impl(g, a, b, "a")
     return _product_grad_impl(g, a, b, "a", "matmul_grad_a", scalars=False)
 
 
 @overload(linalg.matmul_grad_b, prefer_literal=True)
 def _matmul_grad_b(g, a, b):
+    if _is_stack(a, b):
+        return _stacked_grad_impl(g, a, b, "b")
     return _product_grad_impl(g, a, b, "b", "matmul_grad_b", scalars=False)
 
 

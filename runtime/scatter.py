@@ -24,6 +24,8 @@ def _index_add(b, index, g):
         def basic(b, index, g):     # no index array: no repeated positions
             b[index] += g
         return basic
+    if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
+        return _mask_add(b, index, g)
     if not (isinstance(index, types.Array) and index.ndim == 1
             and isinstance(index.dtype, types.Integer)):
         raise TypingError("s2s_ad: under ad.jit, differentiating x[idx] with an index array "
@@ -38,3 +40,48 @@ def _index_add(b, index, g):
             for k in range(index.shape[0]):
                 b[index[k]] += g
     return impl
+
+
+def _mask_add(b, mask, g):
+    """``b[mask] += g`` for a boolean mask over all of b's axes (each selected
+    element in order) or over its first axis (each selected row in order)."""
+    if mask.ndim == b.ndim:
+        if isinstance(g, types.Array):
+            def impl(b, index, g):
+                if index.shape != b.shape:
+                    raise IndexError("boolean index does not match the indexed array")
+                flat, picks, k = b.reshape(b.size), index.ravel(), 0
+                gs = g.ravel()
+                for i in range(picks.shape[0]):
+                    if picks[i]:
+                        flat[i] += gs[k]
+                        k += 1
+        else:
+            def impl(b, index, g):
+                if index.shape != b.shape:
+                    raise IndexError("boolean index does not match the indexed array")
+                flat, picks = b.reshape(b.size), index.ravel()
+                for i in range(picks.shape[0]):
+                    if picks[i]:
+                        flat[i] += g
+        return impl
+    if mask.ndim == 1:
+        if isinstance(g, types.Array):
+            def impl(b, index, g):
+                if index.shape[0] != b.shape[0]:
+                    raise IndexError("boolean index does not match the indexed array")
+                k = 0
+                for i in range(index.shape[0]):
+                    if index[i]:
+                        b[i] += g[k]
+                        k += 1
+        else:
+            def impl(b, index, g):
+                if index.shape[0] != b.shape[0]:
+                    raise IndexError("boolean index does not match the indexed array")
+                for i in range(index.shape[0]):
+                    if index[i]:
+                        b[i] += g
+        return impl
+    raise TypingError(f"s2s_ad: under ad.jit, a boolean index covers the first axis or all "
+                      f"axes of the array; got a {mask.ndim}-D mask for a {b.ndim}-D array")

@@ -5,8 +5,12 @@ differentiated (``wrt``) and the output leaves that receive a cotangent
 (``seeds``).  Guarantees: ``active`` holds exactly the names that depend on a
 differentiated input *and* influence a seeded output (iterated to a fixed
 point around loops; an array written in place is one name); only those get
-adjoints or tangents.  A call on an active path that has no derivative rule
-raises :class:`~s2s_ad.errors.NonDifferentiableError` at the user's line.
+adjoints or tangents.  Dependence flows through calls with no derivative
+rule too (:func:`flow_args`), so such a call anywhere on a path from a
+differentiated input to a seeded output -- whatever follows it -- raises
+:class:`~s2s_ad.errors.NonDifferentiableError` at the user's line; rules with
+zero derivative (comparisons, ``np.floor``, ``ad.stop_gradient``...) end a
+path.
 """
 from dataclasses import dataclass
 
@@ -34,6 +38,22 @@ def diff_args(s):
     return [(a, p) for a, p in zip(s.args, s.rule.operands) if p in diff]
 
 
+def flow_args(s):
+    """Operand values whose variation reaches the result, derivative rule or not.
+
+    Activity follows these, not only :func:`diff_args`: a call with no rule
+    (or an operand without a derivative) still passes its input's dependence
+    on to its result, so it is found wherever it sits on a path from a
+    differentiated input to a seeded output -- and refused there.
+    """
+    if isinstance(s, Prim) and s.rule.unknown:
+        return list(s.args)
+    if isinstance(s, Prim) and s.rule.undiff:
+        undiff = [(a, p) for a, p in zip(s.args, s.rule.operands) if p in s.rule.undiff]
+        return [a for a, _ in diff_args(s) + undiff]
+    return [a for a, _ in diff_args(s)]
+
+
 def outputs(s):
     """Names a statement gives a value to (an element write: its array)."""
     if isinstance(s, Prim) and s.rule.mutates:
@@ -47,7 +67,7 @@ def analyse(fn, wrt, seeds):
     while True:
         before = len(varied)
         for s in stmts:
-            if set(var_names(a for a, _ in diff_args(s))) & varied:
+            if set(var_names(flow_args(s))) & varied:
                 varied.update(outputs(s))
         if len(varied) == before:
             break
@@ -56,7 +76,7 @@ def analyse(fn, wrt, seeds):
         before = len(useful)
         for s in reversed(stmts):
             if useful.intersection(outputs(s)):
-                useful.update(var_names(a for a, _ in diff_args(s)))
+                useful.update(var_names(flow_args(s)))
         if len(useful) == before:
             break
     for s in stmts:

@@ -95,6 +95,20 @@ class Adjoints:
             entry[1], entry[2] = True, frozenset()
             self.w.node(assign(entry[0], _plus(codegen.name(entry[0]), expr)))
 
+    def state(self):
+        """Which adjoints own their arrays, and with whom they may share them."""
+        return {var: (entry[1], entry[2]) for var, entry in self.vars.items()}
+
+    def merge(self, *paths):
+        """After a branch or loop: own an array only if every path that can
+        reach here left it owned (``paths``: :meth:`state` at the end of
+        each), and share it with every name some path shares it with."""
+        for var, entry in self.vars.items():
+            ends = [p[var] for p in paths if var in p]
+            if ends:
+                entry[1] = entry[1] and all(owned for owned, _ in ends)
+                entry[2] = entry[2].union(*(sharing for _, sharing in ends))
+
     def prepare(self, var, inplace):
         """Make ``bx`` defined (zeros), and owned when it is updated in place."""
         entry = self.vars.get(var)

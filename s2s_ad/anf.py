@@ -13,13 +13,16 @@ NumPy function: ``a * b`` and ``np.multiply``, ``x.sum(0)`` and ``np.sum``,
 """
 import ast
 import builtins
+import dataclasses
 import numbers
 import operator
+from dataclasses import dataclass, field
+from typing import Any
 
 import gast
 import numpy as np
 
-from . import custom, rules
+from . import custom, pytree, rules
 from .ir import (
     Call,
     Const,
@@ -41,6 +44,19 @@ from .rules.internal import STACK_LIKE
 
 LEAF = None  # the structure of a single value
 
+
+@dataclass(frozen=True)
+class Record(Tup):
+    """A dict or NamedTuple: a :class:`~s2s_ad.ir.Tup` whose items are also found
+    by key (``v["a"]``) or field name (``p.a``); ``container`` (a
+    :class:`~s2s_ad.pytree.Keyed`) holds the keys and rebuilds the value."""
+    container: Any = field(default=None, compare=False)
+
+    def item(self, key):
+        """The item under ``key``, or None."""
+        keys = self.container.keys
+        return self.items[keys.index(key)] if key in keys else None
+
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.FloorDiv: operator.floordiv,
          gast.Mod: operator.mod, gast.USub: operator.neg, gast.UAdd: operator.pos}
@@ -51,6 +67,9 @@ _BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
 _VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze", "np.expand_dims",
           "np.asarray"}
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}
+# NumPy functions that write into an array argument (ufunc.at methods too).
+_IN_PLACE = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+             np.random.shuffle}
 
 
 class Program:
@@ -58,6 +77,8 @@ class Program:
 
     def __init__(self):
         self.functions = {}
+        self.arg_writes = {}          # function key -> {param leaf: Loc of a write into it}
+        self.entry_writes = False     # the entry function, run as Python, writes into an argument
         self._active = []
         self.module_names = Names()   # functions and constants share the module namespace
         self.consts = {}
@@ -88,7 +109,17 @@ class Program:
         self._active.append(fn)
         try:
             src = self.source(fn)
-            lowered = Lowerer(src, trees, self).run()
+            lowerer = Lowerer(src, trees, self)
+            lowered = lowerer.run()
+            written = lowerer.written_params()
+            if caller is None:
+                self.entry_writes = bool(lowerer.arg_writes)
+                if written:
+                    # The entry function writes into an argument: the generated
+                    # code copies it first, so the caller's array never changes
+                    # (the derivative is that of the function of the input values).
+                    lowered = Lowerer(src, trees, self, copies=written).run()
+            self.arg_writes[key] = lowerer.arg_writes
             lowered.name = self.module_names.fresh(fn.__name__)
             lowered.key = key
         finally:
@@ -102,7 +133,10 @@ class Program:
 
 
 def tree_of(value):
-    """The structure of a lowered value (LEAF or a tuple of structures)."""
+    """The structure of a lowered value (LEAF, a tuple of structures, or
+    :class:`~s2s_ad.pytree.Fields` for a dict or NamedTuple)."""
+    if isinstance(value, Record):
+        return pytree.Fields(tuple(tree_of(v) for v in value.items), value.container)
     if isinstance(value, Tup):
         return tuple(tree_of(v) for v in value.items)
     return LEAF
@@ -111,7 +145,7 @@ def tree_of(value):
 class Lowerer:
     """Lowers one function body; one instance per (function, structure)."""
 
-    def __init__(self, src: FunctionSource, trees, program):
+    def __init__(self, src: FunctionSource, trees, program, copies=()):
         self.src = src
         self.program = program
         self.names = Names(_all_identifiers(src.node))
@@ -125,6 +159,11 @@ class Lowerer:
         self.node = src.node
         self.param_trees = []
         self.params = []
+        self.written = set()      # parameter leaves an element write changes
+        # Where the body writes into an argument's array: an element write,
+        # or ``x += e`` while x still names the argument (in place in NumPy).
+        self.arg_writes = {}
+        self.arguments = None     # names of the arguments, when not the parameters (inlined)
         names = src.param_names
         if len(trees) != len(names):
             raise TypeError(f"{src.name}() takes {len(names)} arguments, got {len(trees)}")
@@ -132,6 +171,8 @@ class Lowerer:
             value = self._param(name, tree)
             self.env[name] = value
             self.param_trees.append(value)
+        if copies:
+            self.copy_params(copies)
 
     def _param(self, name, tree):
         if tree is LEAF:
@@ -139,7 +180,30 @@ class Lowerer:
             self.params.append(var.name)
             return var
         self.names.own.discard(name)
-        return Tup(tuple(self._param(f"{name}_{i}", sub) for i, sub in enumerate(tree)))
+        items = tuple(self._param(f"{name}_{i}", sub) for i, sub in enumerate(tree))
+        if isinstance(tree, pytree.Fields):
+            return Record(items, container=tree.container)
+        return Tup(items)
+
+    def copy_params(self, positions):
+        """The body works on copies of the parameter leaves at ``positions``
+        (those it writes into), so the caller's arrays stay as they are."""
+        copies = {}
+        for i in positions:
+            param = self.params[i]
+            copy = self.names.fresh(f"{param}_copy")
+            loc = self.src.loc(self.src.node)
+            loc = type(loc)(loc.filename, loc.lineno, loc.col,
+                            f"{param} is written into below: a copy, so the caller's array "
+                            f"is left as it is")
+            self.body.append(Prim([copy], rules.RULES["np.copy"], [Var(param)], {}, loc))
+            copies[Var(param)] = Var(copy)
+        for name, value in self.env.items():
+            self.env[name] = _map_leaves(value, lambda v: copies.get(v, v))
+
+    def written_params(self):
+        """Positions of the parameter leaves the body writes into."""
+        return tuple(i for i, p in enumerate(self.params) if p in self.written)
 
     def run(self):
         for stmt in self.src.node.body:
@@ -165,19 +229,27 @@ class Lowerer:
         pass
 
     def stmt_Expr(self, node):
+        if isinstance(node.value, gast.Call):
+            # A call made for its effect: one that writes into an array it is
+            # passed is refused as such (see refuse_writes).
+            self.expr(node.value)
         raise self.error(node, "a statement that is only an expression has no effect on the result "
                          "(s2s_ad functions are pure); assign its value or remove it")
 
     def stmt_Assign(self, node):
         value = self.expr(node.value)
-        for target in node.targets:
+        for target in node.targets:          # ``a = b = e``: left to right, as Python does
             self.assign(target, value)
+            if isinstance(target, gast.Name):
+                value = self.env[target.id]  # the temporary may now carry the user's name
 
     def stmt_AugAssign(self, node):
         # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
         # name sees the update, unlike NumPy's in-place ``+=``).
         target = node.target
         if isinstance(target, gast.Name):
+            if target.id in self.env:
+                self.note_write(self.env[target.id], node)
             load = gast.copy_location(gast.Name(target.id, gast.Load(), None, None), target)
             binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
             self.assign(target, self.expr(binop))
@@ -209,9 +281,15 @@ class Lowerer:
     def storage(self, target):
         """The array an element assignment writes into."""
         storage = self.expr(target.value)
+        if isinstance(storage, Tup):
+            raise self.error(target, "the elements of a tuple or list cannot be written into; "
+                             "pass an array, or build a new tuple")
         if not isinstance(storage, Var) or storage.name in self.program.consts:
             raise self.error(target, "only local arrays can be written into; copy a module-level "
                              "array first (a = np.copy(A))")
+        if storage.name in self.params:
+            self.written.add(storage.name)
+        self.note_write(storage, target)
         if storage.name in self.views:
             raise self.error(target, "writing into a view of another array (a slice, row, "
                              "reshape or transpose of it) is not supported, because the write "
@@ -219,6 +297,25 @@ class Lowerer:
                              "rather than row = M[i]; row[j] = v), or copy the view first "
                              "(row = np.copy(M[i]))")
         return storage
+
+    def note_write(self, value, node):
+        """Record a write into ``value`` if it is one of the arguments."""
+        arguments = self.params if self.arguments is None else self.arguments
+        if isinstance(value, Var) and value.name in arguments:
+            self.arg_writes.setdefault(value.name, self.src.loc(node))
+
+    def refuse_writes(self, fn, writes, node):
+        """A call of user function ``fn``, which writes into an argument, is
+        refused: the write would not be seen by the caller, nor differentiated."""
+        if not writes:
+            return
+        loc = next(iter(writes.values()))
+        raise self.error(node, f"{fn.__name__}() writes into an array it is passed (line "
+                         f"{loc.lineno}: '{loc.text.strip()}'); writes through a called "
+                         f"function are not differentiated, and the caller would not see "
+                         f"them. Return the updated array instead: in {fn.__name__}, copy "
+                         f"the argument (u = u.copy()), update the copy and return it, and "
+                         f"call it as u = {fn.__name__}(u)")
 
     def emit_setitem(self, storage, index, value):
         self.cse.clear()           # an element write may change what reads see
@@ -270,8 +367,8 @@ class Lowerer:
 
     def fresh_like(self, name, value, node):
         if isinstance(value, Tup):
-            return Tup(tuple(self.fresh_like(f"{name}_{i}", v, node)
-                             for i, v in enumerate(value.items)))
+            return dataclasses.replace(value, items=tuple(
+                self.fresh_like(f"{name}_{i}", v, node) for i, v in enumerate(value.items)))
         return Var(self.names.user(name))
 
     def copy_into(self, block, target, value, node):
@@ -427,10 +524,16 @@ class Lowerer:
         ok, obj = self.src.resolve(node)
         if ok:
             return self.constant(node.attr, obj, node)
+        value = self.expr(node.value)
+        if isinstance(value, Record) and value.container.cls is not dict:
+            item = value.item(node.attr)
+            if item is None:
+                raise self.error(node, f"{value.container.__name__} has no field '{node.attr}'")
+            return item
         rule = _ATTRIBUTES.get(node.attr)
         if rule is None:
             raise self.error(node, f"attribute '.{node.attr}' of an array is not supported")
-        return self.emit_call(rules.RULES[rule], [self.expr(node.value)], {}, node)
+        return self.emit_call(rules.RULES[rule], [value], {}, node)
 
     def constant(self, name, obj, node):
         """A free name's value: a literal, or a constant bound in the module."""
@@ -504,14 +607,46 @@ class Lowerer:
         name = rules.OPERATORS.get(_ast_op(op))
         if name is None:
             raise self.error(node, f"the operator {type(op).__name__} is not supported")
+        if any(isinstance(a, Tup) for a in args):
+            sequence = self.sequence_operator(name, args, node)
+            if sequence is not None:
+                return sequence
+            # NumPy reads a list or tuple operand as np.array(list).
+            args = [self.array_of(a, node) if isinstance(a, Tup) else a for a in args]
         return self.emit(rules.RULES[name], args, {})
+
+    def sequence_operator(self, name, args, node):
+        """Python's ``+`` and ``*`` of tuples and lists (concatenation, repetition),
+        statically; None where NumPy's arithmetic applies instead."""
+        if name == "np.add" and all(isinstance(a, Tup) for a in args):
+            return Tup(args[0].items + args[1].items, args[0].is_list)
+        if name == "np.multiply" and len(args) == 2:
+            seq, n = args if isinstance(args[0], Tup) else args[::-1]
+            if isinstance(n, Const) and isinstance(n.value, int) and \
+                    not isinstance(n.value, bool):
+                return Tup(seq.items * max(n.value, 0), seq.is_list)
+            if isinstance(seq, Tup) and isinstance(n, Var) and \
+                    all(isinstance(v, Const) for v in seq.leaves()):
+                raise self.error(node, "repeating a list ([0.0] * n) is not supported: lists "
+                                 "have a fixed length here; use np.zeros(n) or np.full(n, c)")
+        return None
 
     def expr_Subscript(self, node):
         value = self.expr(node.value)
         index = self.index(node.slice)
+        if isinstance(value, Record) and value.container.cls is dict:
+            item = value.item(index.value) if isinstance(index, Const) else None
+            if item is None:
+                raise self.error(node, f"a dict argument can only be indexed by one of its keys "
+                                 f"({', '.join(map(repr, value.container.keys))}), written as "
+                                 f"a constant")
+            return item
         if isinstance(value, Tup):
             if not (isinstance(index, Const) and isinstance(index.value, int)):
                 raise self.error(node, "a tuple can only be indexed by a constant integer")
+            if not -len(value.items) <= index.value < len(value.items):
+                raise self.error(node, f"tuple index {index.value} is out of range for a tuple "
+                                 f"of {len(value.items)} values")
             return value.items[index.value]
         return self.emit(rules.RULES["getitem"], [value], {"index": index})
 
@@ -700,6 +835,8 @@ class Lowerer:
         if obj in _BUILTINS and not kwargs:
             if obj is abs or len(args) == 2:
                 return self.emit_call(rules.RULES[_BUILTINS[obj]], args, kwargs, node)
+        if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+            return self.namedtuple(obj, args, kwargs, node)
         rule = rules.lookup(obj)
         if rule is not None:
             return self.emit_call(rule, args, kwargs, node)
@@ -707,6 +844,11 @@ class Lowerer:
             return self.call_user(obj, args, kwargs, node)
         if obj is getattr(builtins, "range", None):
             raise self.error(node, "range() is only supported as the iterable of a for loop")
+        if obj in _IN_PLACE or isinstance(getattr(obj, "__self__", None), np.ufunc) and \
+                obj.__name__ == "at":
+            raise self.error(node, f"{_qualname(obj)}() writes into an array argument in place, "
+                             f"which is not differentiated; build the new array instead (for "
+                             f"example with x[idx] = v on a copy, or np.where)")
         cname = self.bind_const(getattr(obj, "__name__", "f"), obj)
         rule = rules.unknown_rule(obj, _qualname(obj))
         rule.emit, rule.params, rule.operands = cname, tuple(f"a{i}" for i in range(len(args))), ()
@@ -714,13 +856,53 @@ class Lowerer:
             raise self.error(node, f"keyword arguments to {rule.name} are not supported")
         return self.emit(rule, args, {}, node)
 
+    def namedtuple(self, cls, args, kwargs, node):
+        """``Point(x, y=...)``: a :class:`Record` of the NamedTuple's fields."""
+        fields = cls._fields
+        values = dict(zip(fields, args))
+        for k, v in kwargs.items():
+            if k not in fields or k in values:
+                raise self.error(node, f"bad keyword argument '{k}' for {cls.__name__}")
+            values[k] = v
+        defaults = getattr(cls, "_field_defaults", {})
+        for f in fields:
+            if f not in values:
+                if f not in defaults:
+                    raise self.error(node, f"{cls.__name__}() is missing the field '{f}'")
+                values[f] = self.constant(f, defaults[f], node)
+        if len(args) > len(fields):
+            raise self.error(node, f"{cls.__name__}() takes {len(fields)} values")
+        return Record(tuple(values[f] for f in fields), container=pytree.Keyed(cls, fields))
+
     def emit_call(self, rule, args, kwargs, node):
         bound = rules.bind(rule, args, kwargs, lambda msg: self.error(node, msg))
+        if rule.name in ("np.array", "np.asarray"):
+            value = bound.get(rule.operands[0])
+            if isinstance(value, Tup):           # a list display: an array of its elements
+                return self.array_of(value, node)
+            if rule.name == "np.array" and isinstance(value, Var):
+                rule = rules.RULES["np.copy"]    # np.array of an array copies it
+                bound = {rule.operands[0]: value}
+        for p in rule.operands:
+            if isinstance(bound.get(p), Tup) and not callable(rule.vjp.get(p)):
+                # NumPy reads a list where it wants an array as np.array(list).
+                bound[p] = self.array_of(bound[p], node)
         operands = [bound[p] for p in rule.operands if p in bound]
         params = {p: bound[p] for p in rule.params if p not in rule.operands and p in bound}
         for p, default in rule.defaults.items():
             params.setdefault(p, Const(default))
         return self.emit(rule, operands, params, node)
+
+    def array_of(self, value, node):
+        """``np.array(value)`` for a list or tuple display, nested ones row by row."""
+        if not value.items:
+            raise self.error(node, "an empty list cannot be made into an array here; use "
+                             "np.zeros(0)")
+        if not any(isinstance(v, Tup) for v in value.items):
+            return self.emit(rules.RULES["np.array"], [value], {}, node)
+        rows = Tup(tuple(self.array_of(v, node) if isinstance(v, Tup) else v
+                         for v in value.items))
+        return self.emit(rules.RULES["np.stack"], [rows], {"axis": Const(0)}, node)
 
     def emit(self, rule, operands, params, node=None):
         if rule.name == "np.multiply" and len(operands) == 2 and not params and \
@@ -766,6 +948,7 @@ class Lowerer:
             callee = self.program.lower_custom(custom, trees, node, self.src)
         else:
             callee = self.program.lower(fn, trees, node, self.src)
+            self.refuse_writes(fn, self.program.arg_writes.get(callee.key), node)
             if _has_branches(callee):
                 return self.inline(fn, values, node)
         leaves = [leaf for v in values for leaf in _leaves(v)]
@@ -790,6 +973,10 @@ class Lowerer:
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse = self.cse
         child.views = self.views
+        child.params, child.written = self.params, self.written
+        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
+                           if isinstance(leaf, Var)}
+        child.arg_writes = {}
         child.env = dict(zip(src.param_names, values))
         self.program._active.append(fn)
         try:
@@ -798,17 +985,19 @@ class Lowerer:
                 child.stmt(stmt)
         finally:
             self.program._active.pop()
+        self.refuse_writes(fn, child.arg_writes, node)
         ret = child.body.pop()
         return ret.value
 
     def _fresh_like_temp(self, value):
         if isinstance(value, Tup):
-            return Tup(tuple(self._fresh_like_temp(v) for v in value.items))
+            return dataclasses.replace(value, items=tuple(self._fresh_like_temp(v)
+                                                          for v in value.items))
         return Var(self.names.temp()) if isinstance(value, Var) else value
 
     def _fresh_like(self, tree):
         if isinstance(tree, Tup):
-            return Tup(tuple(self._fresh_like(t) for t in tree.items))
+            return dataclasses.replace(tree, items=tuple(self._fresh_like(t) for t in tree.items))
         return Var(self.names.temp())
 
 
@@ -816,8 +1005,15 @@ def _replace(value, old, new):
     if value == old:
         return new
     if isinstance(value, Tup):
-        return Tup(tuple(_replace(v, old, new) for v in value.items))
+        return dataclasses.replace(value, items=tuple(_replace(v, old, new) for v in value.items))
     return value
+
+
+def _map_leaves(value, fn):
+    """Like :func:`~s2s_ad.ir.map_leaves`, keeping each node's kind (list, Record)."""
+    if isinstance(value, Tup):
+        return dataclasses.replace(value, items=tuple(_map_leaves(v, fn) for v in value.items))
+    return fn(value)
 
 
 def _cse_key(rule, operands, params):

@@ -96,7 +96,7 @@ class Transformed:
     def entry(self, args):
         """(compiled function, its leaf arguments, each argument's treedef)."""
         for a in args:
-            if isinstance(a, (tuple, list)):
+            if isinstance(a, (tuple, list, dict)):
                 flat = [pytree.flatten(a) for a in args]
                 treedefs = [t for _, t in flat]
                 trees = tuple(pytree.structure(t) for t in treedefs)
@@ -115,7 +115,9 @@ class Transformed:
         self._last = st
         return st.function, leaves, treedefs
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = _with_keywords(self.fun, args, kwargs, self.argnums)
         if self.units:
             if len(args) != _arg_count(self.fun):
                 args = _check_arity(self.fun, args)
@@ -214,7 +216,7 @@ class Transformed:
         dtypes = self._dtypes.get(key)
         if dtypes is None:
             n = _arg_count(self.fun)
-            reference = self.fun(*args[:n]) if n is not None else None
+            reference = self.fun(*_own_copies(self._last, args[:n])) if n is not None else None
             dtypes = [np.result_type(x) if isinstance(x, (float, np.floating, np.ndarray))
                       else None for x in pytree.flatten(reference)[0]]
             for depth, (argnums, output) in enumerate(self.layers, 1):
@@ -233,9 +235,10 @@ class Transformed:
         ``grad`` does not compute the value (nothing reads it), so the first
         call runs the function itself to look at its output.
         """
-        out = self.fun(*args[:_arg_count(self.fun)])     # a tangent has its value's shape
+        n = _arg_count(self.fun)                         # a tangent has its value's shape
+        out = self.fun(*_own_copies(self._last, args[:n]))
         value = out[0] if self.has_aux else out
-        if isinstance(value, (tuple, list)) or np.ndim(value) != 0:
+        if pytree.is_container(value) or np.ndim(value) != 0:
             raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
@@ -260,7 +263,7 @@ def _hashable(v):
 
 def _unit_like(x, t):
     """The unit tangent of scalar argument ``x`` (grad of grad: d/dx of df/dx)."""
-    if isinstance(x, (tuple, list)) or np.ndim(x) != 0:
+    if pytree.is_container(x) or np.ndim(x) != 0:
         raise TypeError(f"grad requires its function to return a scalar, but "
                         f"{t.fun.__qualname__}'s inner gradient is taken with respect to an "
                         f"argument of shape {np.shape(x)}, so it returns an array; use "
@@ -313,7 +316,8 @@ def _output_lists(out_tree, layers, width=1):
     from .ir import Tup
 
     def has_list(t):
-        return isinstance(t, Tup) and (t.is_list or any(has_list(x) for x in t.items))
+        return isinstance(t, Tup) and (t.is_list or hasattr(t, "container")
+                                       or any(has_list(x) for x in t.items))
     if not has_list(out_tree):
         return None
     tree = out_tree
@@ -327,11 +331,14 @@ def _output_lists(out_tree, layers, width=1):
 
 
 def _with_lists(value, tree):
-    """``value`` (nested tuples from generated code) with ``tree``'s lists as lists."""
+    """``value`` (nested tuples from generated code) with ``tree``'s lists as
+    lists, and its dicts and NamedTuples (:class:`~s2s_ad.anf.Record`) rebuilt."""
     from .ir import Tup
     if not isinstance(tree, Tup) or not isinstance(value, tuple):
         return value
     items = [_with_lists(v, t) for v, t in zip(value, tree.items)]
+    if hasattr(tree, "container"):
+        return tree.container(items)
     return list(items) if tree.is_list else tuple(items)
 
 
@@ -363,8 +370,10 @@ def _like_arg(g, arg):
     """
     if isinstance(arg, np.generic):
         return type(arg)(g)
-    if isinstance(arg, (tuple, list)):
-        return type(g)(_like_arg(a, b) for a, b in zip(g, arg))
+    if pytree.is_container(arg):
+        g_leaves, tree = pytree.flatten(g)
+        return pytree.unflatten([_like_arg(a, b) for a, b in
+                                 zip(g_leaves, pytree.flatten(arg)[0])], tree)
     return g
 
 
@@ -391,7 +400,7 @@ def _choose_execution(st, leaves, rounds=7):
 
 
 def _describe_value(value):
-    if isinstance(value, (tuple, list)):
+    if pytree.is_container(value):
         return (f"a {type(value).__name__} of {len(value)} values (to return extra values "
                 f"alongside the loss, pass has_aux=True and return (loss, aux))")
     return f"an array of shape {np.shape(value)}"
@@ -447,6 +456,50 @@ def _check_arity(fun, args):
                     f"{'s' if n != 1 else ''} but {len(args)} were given")
 
 
+def _with_keywords(fun, args, kwargs, argnums=()):
+    """The positional arguments of a call with keyword arguments, each in its
+    parameter's place (defaults fill the gaps).  As in JAX, an argument passed
+    by keyword is never differentiated: ``argnums`` must be passed positionally."""
+    needed = [i for i in argnums if isinstance(i, int) and i >= len(args)]
+    if needed:
+        raise TypeError(f"differentiating with respect to argnums={tuple(argnums)} requires at "
+                        f"least {max(needed) + 1} positional arguments, but {len(args)} were "
+                        f"passed (the others by keyword, which is never differentiated)")
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{fun.__qualname__}(): {error}") from None
+    params = list(inspect.signature(fun).parameters.values())
+    out = []
+    for p in params[:_arg_count(fun)]:
+        if p.name in bound.arguments:
+            out.append(bound.arguments[p.name])
+        elif p.default is not p.empty:
+            out.append(p.default)
+    if len(bound.arguments) > len(out):
+        raise TypeError(f"{fun.__qualname__}(): keyword-only and variadic parameters are not "
+                        f"supported by transforms; make them positional")
+    return tuple(out)
+
+
+def _check_whole(args, nums, what):
+    """Each argument is differentiated whole (all its float leaves) or not at
+    all: one that mixes floats with other values, or holds what is neither a
+    number nor an array, is a TypeError rather than a silently zero derivative."""
+    for i, a in enumerate(args):
+        leaves = pytree.flatten(a)[0]
+        bad = [v for v in leaves if v is not None and pytree.rank(v) is None]
+        if bad:
+            raise TypeError(f"{what}: argument {i} holds {pytree.describe(bad[0])}; arguments "
+                            f"are floats, ints, bools, NumPy arrays, or tuples, lists, dicts "
+                            f"and NamedTuples of them")
+        if i not in nums and any(map(pytree.is_float_leaf, leaves)):
+            other = next(v for v in leaves if not pytree.is_float_leaf(v))
+            raise TypeError(f"{what}: argument {i} mixes float values with "
+                            f"{pytree.describe(other)}; an argument is differentiated whole, "
+                            f"so pass its integer or boolean parts as a separate argument")
+
+
 def _check_differentiable(fun, args, argnums):
     names = list(inspect.signature(fun).parameters)
     for i in argnums:
@@ -465,6 +518,9 @@ def _plain(f):
     The source is read and fenced here, so unsupported code is reported when
     the transform is applied, at the user's line.
     """
+    from .batching import Batched
+    if isinstance(f, Batched):
+        return f.as_function()
     if isinstance(f, Transformed):
         if f.kind != "primal":
             raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
@@ -523,10 +579,11 @@ def vjp(fun, *primals, has_aux=False):
     primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals)
                     if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
+    _check_whole(primals, argnums, "vjp")
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
     _, leaves, treedefs = t.entry(primals)
     st = t._last
-    out = _run_primal(f, target, options, primals)
+    out = _run_primal(f, target, options, _own_copies(st, primals))
     value = out[0] if has_aux else out
     value_leaves, value_def = pytree.flatten(value)
 
@@ -553,6 +610,17 @@ def _run_primal(f, target, options, primals):
     if target == "python":
         return f(*primals)
     return Transformed(f, "primal", target=target, options=options)(*primals)
+
+
+def _own_copies(st, args):
+    """``args`` for running the user's own function (a check, a dtype probe):
+    where it writes into an argument, copies of their arrays, so the caller's
+    never change."""
+    if not st.program.entry_writes:
+        return args
+    return tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
+                                   for v in leaves], tree)
+                 for leaves, tree in map(pytree.flatten, args))
 
 
 def _zeros_like_tree(x):

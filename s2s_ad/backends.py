@@ -10,6 +10,7 @@ real lines and Numba's disk cache (``cache=True``) survives new processes.
 import hashlib
 import linecache
 import os
+import re
 import sys
 import threading
 import types
@@ -162,12 +163,101 @@ def load(source, consts, functions, stem, target="python", options=None, superwo
         if options.get("parallel"):
             njit_options["parallel"] = True
         for name in functions:
-            dispatcher = numba.njit(**njit_options)(getattr(module, name))
+            dispatcher = _explained(numba.njit(**njit_options)(getattr(module, name)), source,
+                                    module.__file__)
             setattr(module, name, _superword(dispatcher) if superword else dispatcher)
     elif target == "cuda":
         raise ValueError("target='cuda' compiles batched functions (ad.vmap); "
                          "use target='cpu' for this function")
     return module
+
+
+_FAILED = threading.local()     # the error a nested compile already explained
+
+
+def _explained(dispatcher, source, filename):
+    """``dispatcher``, whose compile errors name the user's line.
+
+    Numba reports what it cannot compile (a typing error, or an internal
+    error while lowering) against the generated file; the error raised
+    instead is an :class:`~s2s_ad.UnsupportedSyntaxError` at the user's line
+    that the generated statement comes from (each block of generated code
+    follows a ``# <user's line>  [line N]`` comment), with Numba's reason.
+    """
+    compile_for = dispatcher.compile
+
+    def compile(sig):
+        outermost = not getattr(_FAILED, "depth", 0)
+        _FAILED.depth = getattr(_FAILED, "depth", 0) + 1
+        try:
+            return compile_for(sig)
+        except Exception as error:       # Numba's typing errors and internal assertions
+            explained = getattr(_FAILED, "error", None)
+            if explained is not None:    # a callee's, which Numba wrapped
+                raise explained from explained.__cause__
+            _FAILED.error = _numba_error(error, source, filename, dispatcher.py_func.__name__)
+            raise _FAILED.error from error
+        finally:
+            _FAILED.depth -= 1
+            if outermost:
+                _FAILED.error = None
+    dispatcher.compile = compile
+    return dispatcher
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_COMMENT = re.compile(r"^\s*# (?:adjoint of: |restore: )?(.*?)  \[line (\d+)\]$")
+
+
+def _numba_error(error, source, filename, function):
+    """The UnsupportedSyntaxError for Numba failing to compile ``function``."""
+    from .errors import UnsupportedSyntaxError
+    text = _ANSI.sub("", str(error))
+    own = re.findall(r"(s2s_ad[.:][^\n]*)", text)
+    reason = own[0] if own else next(
+        (line.strip() for line in text.splitlines()
+         if line.strip() and not line.startswith("Failed in nopython mode")),
+        f"an internal error in Numba ({type(error).__name__})")
+    signature = re.search(r">>> ([^\n]*)", text)
+    if signature and not own:
+        reason += f" {signature.group(1).strip()}"
+    user_file = re.search(r"\(([^()]*):\d+\)\.$", source.split("\n", 1)[0])
+    line = _generated_line(error, text, filename)
+    where = _user_line(source, line) if line else None
+    msg = (f"under ad.jit, Numba cannot compile this line ({reason}); run it without ad.jit, "
+           f"or write it with operations Numba supports")
+    if where is None:
+        return UnsupportedSyntaxError(f"{msg} (in the generated function {function})",
+                                      user_file.group(1) if user_file else None)
+    text_line, lineno = where
+    return UnsupportedSyntaxError(msg, user_file.group(1) if user_file else None, lineno, 1,
+                                  text_line)
+
+
+def _generated_line(error, text, filename):
+    """The line of the generated file Numba failed at, or None."""
+    base = re.escape(Path(filename).name)
+    found = re.findall(rf'File "[^"]*{base}", line (\d+)', text)
+    if found:
+        return int(found[-1])
+    tb = error.__traceback__
+    line = None
+    while tb is not None:        # an internal error while lowering: Numba's current location
+        loc = getattr(tb.tb_frame.f_locals.get("self"), "loc", None)
+        if str(getattr(loc, "filename", "")).endswith(Path(filename).name):
+            line = loc.line
+        tb = tb.tb_next
+    return line
+
+
+def _user_line(source, line):
+    """(text, number) of the user's line the generated ``line`` comes from."""
+    lines = source.split("\n")
+    for k in range(min(line, len(lines)) - 1, -1, -1):
+        m = _COMMENT.match(lines[k])
+        if m:
+            return m.group(1), int(m.group(2))
+    return None
 
 
 _SLP = threading.RLock()     # a sweep compiles the functions it calls inside its own compile

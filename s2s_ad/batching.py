@@ -8,6 +8,7 @@ for the whole batch -- so a batched gradient costs what a hand-written
 parallel loop costs.  Otherwise the loop runs in Python over whatever the
 function is (any transform, nested ``vmap`` included).
 """
+import inspect
 import numbers
 import os
 import sys
@@ -59,6 +60,8 @@ class Batched:
         self._loops = {}
         self._choices = {}        # (batched leaves, layout) -> "loop" | "vectorize"
         self._vector = None
+        self._per_example = None  # the transform the compiled loop calls (see _compiled)
+        self._function = None     # see as_function
         self.source = None
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
@@ -92,7 +95,7 @@ class Batched:
                 self._choices.values():
             return (f"# vmap (lowering: vectorized by batching rules, run on NumPy; in_axes="
                     f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n" + source(self._vector))
-        inner = source(self.fun)
+        inner = source(self._per_example or self.fun)
         if _is_compiled(self.fun):
             loop = self.source or ("# (the compiled prange loop is generated on the first "
                                    "call, for the argument layout it sees)\n")
@@ -109,6 +112,51 @@ class Batched:
         head = (f"# vmap (lowering: per-sample loop in Python; in_axes={self.in_axes!r}, "
                 f"out_axes={self.out_axes!r}); the function called once per example:\n")
         return head + inner
+
+    def as_function(self):
+        """A def function whose body calls this vmap, for transforms of it.
+
+        ``ad.jacrev(ad.vmap(f, in_axes=(0, None)))`` differentiates
+        ``def vmap_f(x, W): return vmap(f, in_axes=(0, None), out_axes=0)(x, W)``,
+        written to a generated module so that its source can be read; the
+        vmap inside it is lowered as a loop over the examples, like one the
+        user wrote.  Returns ``(function, target, jit options)``.
+        """
+        if self._function is None:
+            self._function = self._wrapper()
+        inner = self.fun.fun if isinstance(self.fun, Batched) else self.fun
+        target = getattr(inner, "target", "python")
+        return self._function, target, dict(getattr(inner, "options", {}))
+
+    def _wrapper(self):
+        from .api import Transformed
+        fun = self.fun
+        if isinstance(fun, Batched):
+            fun = fun.as_function()[0]
+        elif isinstance(fun, Transformed) and fun.kind == "primal" and not fun.layers:
+            fun = fun.fun
+        if not _plain_function(fun):
+            raise TypeError(f"a transform of ad.vmap needs the vmapped function to be a def "
+                            f"function (or ad.jit of one), got {fun!r}; take the transform "
+                            f"inside instead (ad.vmap(ad.jacrev(f)) rather than "
+                            f"ad.jacrev(ad.vmap(f)))")
+        if self.out_axes != 0 or _negative(self.in_axes):
+            raise TypeError(f"a transform of ad.vmap needs out_axes=0 and in_axes of "
+                            f"non-negative ints or None, got in_axes={self.in_axes!r}, "
+                            f"out_axes={self.out_axes!r}; move the axes with np.moveaxis "
+                            f"around the call instead")
+        params = list(inspect.signature(fun).parameters)
+        inner = "fun" if fun.__name__ in params + ["vmap"] else fun.__name__
+        name = f"vmap_{fun.__name__}"
+        text = (f"def {name}({', '.join(params)}):\n"
+                f"    return vmap({inner}, in_axes={self.in_axes!r}, out_axes=0)"
+                f"({', '.join(params)})\n")
+        consts = {"vmap": vmap, inner: fun}
+        path = backends.write_module(text, consts, name)
+        module = backends.import_file(
+            path, f"s2s_ad_generated.{backends.module_name(text, consts, name)}.{id(fun)}",
+            consts, text)
+        return getattr(module, name)
 
     # -- calls ----------------------------------------------------------------
     def __call__(self, *args):
@@ -331,6 +379,7 @@ class Batched:
             # Gradients of small arguments come back as scalars, written
             # straight into the output: no array per example.
             t = t.derived(options={**t.options, "element_grads": True})
+        self._per_example = t
         entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
         raw = entry(*leaves0)
         elements = _element_paths(t)
@@ -443,6 +492,12 @@ def _float_dtype(leaves):
              if isinstance(x, (np.ndarray, np.floating)) and np.result_type(x).kind == "f"]
     return np.result_type(*kinds) if kinds and all(k == np.float32 for k in kinds) \
         else np.dtype(np.float64)
+
+
+def _negative(axes):
+    if isinstance(axes, (tuple, list)):
+        return any(_negative(a) for a in axes)
+    return axes is not None and axes < 0
 
 
 def _plain_function(fun):

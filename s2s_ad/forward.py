@@ -6,11 +6,12 @@ parameters are the original ones followed by one tangent per differentiated
 leaf, and which returns ``(out, tangent_out)`` (or only ``tangent_out``).
 
 Each statement is followed by its tangent statement, built from the rule's
-declaration: elementwise rules give ``sum(partial * d_operand)``, linear and
-multilinear rules apply themselves to the tangents, max/min/prod have their
-own templates.  Control flow maps structurally: a branch keeps its
-condition, a loop carries the tangents of its carried names, a call to a
-user function calls that function's JVP.  The result is ordinary lowered
+declaration: elementwise rules give ``sum(partial * d_operand)``, rules
+declared linear (in each operand) apply themselves to the tangents, and the
+others (``np.prod``, ``np.max``...) sum their declared JVP templates.
+Control flow maps structurally: a branch keeps its condition, a loop
+carries the tangents of its carried names, a call to a user function calls
+that function's JVP.  The result is ordinary lowered
 code over registered rules, so every later pass -- printing, compiling, and
 reverse mode (reverse-over-forward for Hessian-vector products) -- reads it
 as it reads user code.  Only names that depend on a differentiated input and
@@ -25,14 +26,6 @@ from .ir import Call, Const, For, Function, If, Prim, Return, Tup, Var, While, w
 from .rules.internal import BROADCAST_LIKE, INTERNAL, ZEROS_LIKE
 from .rules.registry import _parse
 
-# Non-linear primitives that are neither elementwise nor declared by partials.
-_TEMPLATES = {
-    "np.prod": "rt.sum(rt.prod_grad(np.ones_like(out), a, axis, keepdims) * da, axis, keepdims)",
-    "np.max": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, axis, "
-              "keepdims)",
-    "np.min": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, axis, "
-              "keepdims)",
-}
 _BINOPS = {ast.BitAnd: "np.logical_and", ast.BitOr: "np.logical_or"}
 _BY_EMIT = {}
 _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -216,14 +209,10 @@ class Forward:
         start = len(body)
         if rule.elementwise:
             values = self.elementwise(s, active, body)
-        elif rule.name in _TEMPLATES:
-            values = []
-            for _ in self.directions():
-                env = self.env(s)
-                env["da"] = Var(self.d(s.args[0].name))
-                values.append(self.template(_TEMPLATES[rule.name], env, body, s.loc))
-        else:
+        elif rule.linear:
             values = [self.multilinear(s, active, body) for _ in self.directions()]
+        else:
+            values = [self.jvp_templates(s, active, body) for _ in self.directions()]
         for q in self.directions():
             self.bind(s, values[q], body, start)
 
@@ -233,10 +222,11 @@ class Forward:
         ``body[start:]`` holds the tangent statements emitted for ``s``.
         """
         target, dt = s.targets[0], self.d(s.targets[0])
-        if isinstance(value, Var) and value.name in self.tangent_names and self.mutating \
-                and self.ranks.get(target) != 0:
-            # A fresh array in the primal gets a fresh tangent: an alias
-            # would be changed by a later element write to either.
+        if isinstance(value, Var) and self.mutating and self.ranks.get(target) != 0 \
+                and not _fresh(value, body[start:]):
+            # A fresh array in the primal gets a fresh tangent: an alias (of
+            # another tangent, or of an argument's through rt.broadcast_like
+            # or a view) would be changed by a later element write to either.
             value = self.emit(body, rules.RULES["np.positive"], [value], {}, s.loc)
         if isinstance(value, Var) and value.name not in self.tangent_names:
             for t in body[start:]:
@@ -293,6 +283,13 @@ class Forward:
             i = s.rule.operands.index(p)
             args[i] = self.tangent_of(arg, body, s.loc)
             terms.append(self.emit(body, s.rule, args, dict(s.params), s.loc))
+        return self.total(terms, body, s.loc)
+
+    def jvp_templates(self, s, active, body):
+        """The sum of the rule's JVP templates of the active operands."""
+        env = self.env(s)
+        env.update((f"d{p}", self.tangent_of(arg, body, s.loc)) for arg, p in active)
+        terms = [self.template(s.rule.jvp[p], env, body, s.loc) for _, p in active]
         return self.total(terms, body, s.loc)
 
     def tangent_of(self, arg, body, loc):
@@ -389,3 +386,10 @@ def _mirror(tree, d):
         return Tup(tuple(_mirror(t, d) for t in tree.items))
     return Var(d(tree.name))
 
+
+def _fresh(value, emitted):
+    """Whether tangent ``value`` was just made by an elementwise operation
+    (which always allocates), so no other name shares its array."""
+    producer = next((t for t in emitted if isinstance(t, Prim) and t.targets == [value.name]),
+                    None)
+    return producer is not None and bool(producer.rule.partials)

@@ -19,7 +19,15 @@ import weakref
 import numpy as np
 
 from . import pytree
-from .api import Transformed, _check_arity, _plain, _signature, _unit_like, fast_key
+from .api import (
+    Transformed,
+    _check_arity,
+    _check_whole,
+    _plain,
+    _signature,
+    _unit_like,
+    fast_key,
+)
 
 
 def jvp(fun, primals, tangents):
@@ -31,6 +39,7 @@ def jvp(fun, primals, tangents):
     primals = _check_arity(t.fun, primals) if not t.units else primals
     tangents = tangents + tuple(_zero_tangent(p) for p in primals[len(tangents):])
     nums = tuple(i for i, p in enumerate(primals) if _is_float_tree(p))
+    _check_whole(primals, nums, "jvp")
     given = [tangents[i] for i in nums]
     if not nums:
         return t(*primals), _zero_tangent(t(*primals))
@@ -57,11 +66,15 @@ def hvp(fun, primals, tangents):
     t = _as_transformed(fun)
     if t.kind != "primal":
         raise TypeError(f"hvp needs a scalar function, got {t!r}")
+    if not t.units:                  # defaults fill in, with zero tangents
+        primals = _check_arity(t.fun, primals)
+        tangents = tangents + tuple(_zero_tangent(p) for p in primals[len(tangents):])
     if not _is_float_tree(primals[0]):
         raise TypeError(f"hvp differentiates with respect to the first argument, which holds "
                         f"{_describe_tree(primals[0])}; only float64/float32 values are "
                         f"differentiable")
     nums = tuple(i for i, p in enumerate(primals) if _is_float_tree(p))
+    _check_whole(primals, nums, "hvp")
     layered = t.derived("grad", argnums=(0,), single=True,
                         layers=t.layers + ((nums, "tangent"),))
     return layered(*_with_units(t, primals), *[tangents[i] for i in nums])

@@ -16,6 +16,7 @@ class ModuleBuilder:
         self._vjps = {}
         self._joint = {}
         self.rows_width = 1   # rows per adjoint sweep of a vjp_rows entry
+        self.repeated = False  # whether adjoint sweeps run more than once (vjp_rows)
         self._defs = []       # per part: its function definitions (see pure)
 
     def primal(self, fn, fname=None):
@@ -68,6 +69,7 @@ class ModuleBuilder:
         for callee in _callees(fn):
             self.primal(callee)
         if mode == "vjp_rows":
+            self.repeated = True
             text, self.rows_width = reverse.rows_source(self, fn, argnums, fname, param_ranks,
                                                         width)
             self._add(fname, text)

@@ -227,11 +227,28 @@ class ReverseWriter:
                                       ast.Load())))
         out.blank()
         codegen.def_line(out, bwd_name, self.fn.params + residuals + cot_params)
+        if self.module.repeated:
+            out.indent = 1
+            self._keep_residuals(out, residuals)
         out.lines.extend(back.lines)
         out.indent = 1
         out.node(ret)
         out.blank()
         return out.text(), residuals
+
+    def _keep_residuals(self, out, residuals):
+        """Where the caller's adjoint sweep runs more than once (one per row of a
+        Jacobian), the bwd function works on copies of the residuals it changes:
+        the lists it pops and the arrays it writes overwritten values back into."""
+        popped = {n for n in self.stacks.values() if n in self.used and n not in self.tops}
+        restored = {s.args[0].name for s in walk(self.fn.body)
+                    if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        for r in residuals:
+            if r in popped:
+                out.node(assign(r, ast.Call(ast.Attribute(codegen.name(r), "copy", ast.Load()),
+                                            [], [])))
+            elif r in restored:
+                out.node(assign(r, call("rt.snapshot", codegen.name(r))))
 
     def _sweeps(self, seed_exprs, returns, live_out=()):
         """(primal sweep writer, adjoint sweep writer, return statement)."""
@@ -568,14 +585,23 @@ class ReverseWriter:
         self.w.loc(s.loc, "adjoint of: ")
         cond = codegen.atom(s.cond)
         self.w.line(f"if {ast.unparse(cond)}:", cond)
+        before = self.adj.state()
         self._nested(s.body, in_loop, joins=s.joins)
+        paths = [before]           # the branch not taken, unless an else runs
         if self._has_work_in(s.orelse):
             mark = len(self.w.lines)
+            taken = self.adj.state()
+            self.adj.merge(before)
             self.w.line("else:")
             self._nested(s.orelse, in_loop, joins=s.joins)
             if all(line.strip() in ("pass", "") or line.strip().startswith("#")
                    for line in self.w.lines[mark + 1:]):
                 del self.w.lines[mark:]            # nothing to undo on that path
+            else:
+                paths = [taken]
+        # An adjoint rebound (so owned) on one path may still share the
+        # cotangent's or another adjoint's array on the other.
+        self.adj.merge(*paths)
 
     def rev_loop(self, s):
         self._prepare(s)
@@ -592,7 +618,9 @@ class ReverseWriter:
             self._reversed_loops.add(id(s))
             self.w.line(f"for _ in range({counter}):", codegen.name(counter))
         self._carrying.update(carries)
+        before = self.adj.state()
         self._nested(s.body, True, carried=s.carried, loop=s, carries=carries)
+        self.adj.merge(before)           # the loop may not run at all
         for x in carries:
             del self._carrying[x]
         for x, (low, carry, _) in carries.items():     # the last element's carry lands

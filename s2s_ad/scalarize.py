@@ -294,14 +294,18 @@ class _Rewrite:
                 split[p] = Tup(elems)
         trees = [map_leaves(t, lambda x: split.get(x.name, x)) for t in fn.param_trees]
         body = _fill(out + self.block(fn.body))
-        read = set()
+        used = set()
         if self.entry:
-            body, read = _drop_unread(body, len(out))
+            body, used = _drop_unread(body, len(out))
         new = Function(fn.name, params, trees, body, fn.consts, fn.source, names=fn.names,
                        key=fn.key if self.entry else fn.key + (("scalarized",) + self.an.key,))
         if self.entry:
+            # A parameter is its elements only when the body reads every
+            # element and never the whole array (a matrix product, an
+            # argument of an unsplit call): its gradient is then theirs.
             new.elements = {p: [e.name for e in self.fixed[p]] for p in fn.params
-                            if p in self.fixed and all(e.name in read for e in self.fixed[p])}
+                            if p in self.fixed and p not in used
+                            and all(e.name in used for e in self.fixed[p])}
         return new
 
     def block(self, body):
@@ -524,7 +528,7 @@ def _whole(params):
 def _drop_unread(body, n_reads):
     """Drop the first ``n_reads`` element reads of the entry when nothing uses them.
 
-    Returns the body and the element names still read."""
+    Returns the body and the names the rest of it reads."""
     from .ir import var_names
     used = set()
     for s in walk(body[n_reads:]):
@@ -534,4 +538,4 @@ def _drop_unread(body, n_reads):
             if hasattr(s, attr):
                 used.update(var_names([getattr(s, attr)]))
     kept = [s for s in body[:n_reads] if s.targets[0] in used]
-    return kept + body[n_reads:], {s.targets[0] for s in kept}
+    return kept + body[n_reads:], used

@@ -43,9 +43,15 @@ _FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "
 
 def _makes_array(value):
     """Whether the expression ``value`` makes a new array (when it is one):
-    arithmetic, or a call in :data:`_FRESH`."""
+    arithmetic, a call in :data:`_FRESH`, or a ``.copy()`` (of an array or a
+    stack)."""
     return isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
-        isinstance(value, ast.Call) and ast.unparse(value.func) in _FRESH)
+        isinstance(value, ast.Call) and (ast.unparse(value.func) in _FRESH
+                                         or _is_copy(value)))
+
+
+def _is_copy(call):
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "copy" and not call.args
 
 
 def widen(lines, seeds, width, names, pure, ranks=None, after=()):
@@ -533,7 +539,8 @@ def _confined(s, mine, pure):
         if func in _WRITES_FIRST:
             if not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in mine):
                 return False
-        elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES):
+        elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES) \
+                and not _is_copy(node):
             if not (isinstance(node.func.value, ast.Name) and node.func.value.id in mine):
                 return False
         elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTINS \

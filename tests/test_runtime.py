@@ -433,9 +433,23 @@ def test_python_nd_products(name, ashape, bshape):
                         getattr(rt, f"{name}_grad_b")(g, a, b))
 
 
-def test_numba_rejects_nd_matmul():
-    with pytest.raises(TypingError, match="1 to 2 dimensions"):
-        run_nb("rt.matmul(p0, p1)", rand((2, 3, 4)), rand((4, 5)))
+@pytest.mark.parametrize("ashape,bshape", [
+    ((2, 3, 4), (4, 5)), ((5, 1, 3, 4), (2, 4, 6)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
+    ((2, 2, 3, 4), (2, 2, 4, 3)),
+])
+def test_numba_nd_matmul(ashape, bshape):
+    """Stacks of matrices: one product per matrix, batch axes broadcast."""
+    a, b = rand(ashape), rand(bshape)
+    g = rand(np.matmul(a, b).shape)
+    assert np.allclose(run_nb("rt.matmul(p0, p1)", a, b)[0], np.matmul(a, b))
+    for which in "ab":
+        got = run_nb(f"rt.matmul_grad_{which}(p0, p1, p2)", g, a, b)[0]
+        assert np.allclose(got, getattr(rt, f"matmul_grad_{which}")(g, a, b))
+
+
+def test_numba_rejects_mismatched_matmul_batches():
+    with pytest.raises(ValueError, match="batch axes"):
+        run_nb("rt.matmul(p0, p1)", rand((2, 3, 4)), rand((3, 4, 5)))
 
 
 # ------------------------------------------------------------- shape ops

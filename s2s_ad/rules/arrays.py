@@ -10,7 +10,7 @@ import ast
 import numpy as np
 
 from .. import _stop
-from .registry import Rule, linear, nondiff, register
+from .registry import Rule, linear, nondiff, nonlinear, register
 
 AXES = {"axis": None, "keepdims": False}
 
@@ -21,15 +21,21 @@ linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
 linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
        methods=("mean",))
-linear("np.prod", np.prod, ("a", "axis", "keepdims"), ("a",),
-       {"a": "rt.prod_grad(g, a, axis, keepdims)"}, emit="rt.prod", defaults=AXES,
-       methods=("prod",))
-linear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
-       {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, emit="rt.amax", defaults=AXES,
-       methods=("max",), also=(np.amax,))
-linear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
-       {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, emit="rt.amin", defaults=AXES,
-       methods=("min",), also=(np.amin,))
+# Not linear: each is the sum over the reduced axes of its partials times
+# the tangent (the partials of max/min share the derivative among ties).
+nonlinear("np.prod", np.prod, ("a", "axis", "keepdims"), ("a",),
+          {"a": "rt.prod_grad(g, a, axis, keepdims)"},
+          {"a": "rt.sum(rt.prod_grad(np.ones_like(out), a, axis, keepdims) * da, axis, "
+                "keepdims)"},
+          emit="rt.prod", defaults=AXES, methods=("prod",))
+_MINMAX_JVP = {"a": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, "
+                    "axis, keepdims)"}
+nonlinear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
+          {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amax",
+          defaults=AXES, methods=("max",), also=(np.amax,))
+nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
+          {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amin",
+          defaults=AXES, methods=("min",), also=(np.amin,))
 
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
@@ -94,14 +100,15 @@ linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp})
 # The reverse transform accumulates ``g`` into the indexed part of the
 # operand's adjoint in place, so reading one element costs O(1).
 register(Rule(name="getitem", params=("x", "index"), operands=("x",),
-              vjp={"x": "rt.index_grad(g, x, index)"}, emit="getitem"))
+              vjp={"x": "rt.index_grad(g, x, index)"}, linear=True, emit="getitem"))
 
 # ``x[index] = value`` writes into x's storage; the reverse transform saves
 # the overwritten part when the adjoint needs it and restores it afterwards.
 register(Rule(name="setitem", params=("x", "value", "index"), operands=("x", "value"),
-              vjp={"x": "g", "value": "g"}, emit="setitem", mutates=True))
+              vjp={"x": "g", "value": "g"}, linear=True, emit="setitem", mutates=True))
 # Copies join values at the end of branches and loop bodies.
-register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, emit="identity"))
+register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, linear=True,
+              emit="identity"))
 
 # -- stop_gradient -----------------------------------------------------------
 register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,

@@ -26,20 +26,22 @@ STACK_LIKE = _internal(Rule(name="rt.stack_like", params=("x", "n"), operands=("
 
 #: A tangent broadcast to the shape of the value it belongs to.
 BROADCAST_LIKE = _internal(Rule(name="rt.broadcast_like", params=("t", "x"), operands=("t", "x"),
-                                emit="rt.broadcast_like", vjp={"t": "rt.unbroadcast(g, t)"}))
+                                emit="rt.broadcast_like", vjp={"t": "rt.unbroadcast(g, t)"},
+                                linear=True))
 
 #: Weights of a max/min reduction's input (ties share): piecewise constant.
 MINMAX_GRAD = _internal(Rule(name="rt.minmax_grad", params=("g", "a", "out", "axis", "keepdims"),
                              operands=("g", "a", "out"), emit="rt.minmax_grad",
                              defaults={"axis": None, "keepdims": False},
                              vjp={"g": "rt.minmax_grad(g, a, out, axis, keepdims)"},
-                             piecewise=("a", "out")))
+                             linear=True, piecewise=("a", "out")))
 
 #: d prod / d a, scaled by ``g``.  Its own derivative in ``a`` has no rule.
 PROD_GRAD = _internal(Rule(name="rt.prod_grad", params=("g", "a", "axis", "keepdims"),
                            operands=("g", "a"), emit="rt.prod_grad",
                            defaults={"axis": None, "keepdims": False},
-                           vjp={"g": "rt.prod_grad(g, a, axis, keepdims)"}, undiff=("a",)))
+                           vjp={"g": "rt.prod_grad(g, a, axis, keepdims)"}, linear=True,
+                           undiff=("a",)))
 
 
 # -- vectorized (batched) code: values with a leading batch axis --------------------
@@ -47,7 +49,8 @@ PROD_GRAD = _internal(Rule(name="rt.prod_grad", params=("g", "a", "axis", "keepd
 def _batching(name, params, vjp=None, operands=None):
     return _internal(Rule(name=f"rt.{name}", params=params,
                           operands=params if operands is None else operands,
-                          emit=f"rt.{name}", nondiff=vjp is None, vjp=dict(vjp or {})))
+                          emit=f"rt.{name}", nondiff=vjp is None, vjp=dict(vjp or {}),
+                          linear=vjp is not None))
 
 
 def _product(name, grad):

@@ -5,11 +5,15 @@ differentiate it.  Elementwise primitives declare only their partial
 derivatives (``partials``); the reverse transform turns them into
 ``g * partial`` (un-broadcast to the operand's shape), and the forward
 transform into ``partial * d_operand``.  Other primitives declare their VJP
-per operand as a template.  Templates are plain Python expressions over the
-names ``g`` (the output's cotangent), ``out`` (the output), the rule's
-parameter names, and the fixed aliases ``np``, ``math`` and ``rt`` (the
-runtime) -- the same subset the compiler differentiates, so generated
-derivative code can be differentiated again.
+per operand as a template, and either are declared ``linear`` (in each
+differentiated operand: the forward transform applies the primitive itself
+to the tangents) or declare their JVP per operand as a template too
+(``jvp``; ``np.prod``, ``np.max``).  Templates are plain Python expressions
+over the names ``g`` (the output's cotangent), ``out`` (the output), the
+rule's parameter names, ``d<operand>`` (an operand's tangent, in JVP
+templates), and the fixed aliases ``np``, ``math`` and ``rt`` (the runtime)
+-- the same subset the compiler differentiates, so generated derivative code
+can be differentiated again.
 
 Rules are data: the documentation table and the generic rule tests are
 generated from :data:`RULES`.
@@ -34,8 +38,12 @@ class Rule:
     are static options (axis, shape...).  ``vjp`` maps each differentiable
     operand to its cotangent template (or a callable building it for
     sequence operands); ``partials`` does the same for elementwise rules.
-    ``nondiff`` rules have zero derivative (``np.sign``, comparisons,
-    constructors); ``unknown`` marks a callable with no rule at all.
+    A rule with ``vjp`` templates is either ``linear`` in each differentiated
+    operand (``np.sum``; ``np.dot`` in each factor) or gives each such
+    operand a ``jvp`` template (its tangent contribution, in terms of
+    ``d<operand>``); a declaration with neither is refused.  ``nondiff``
+    rules have zero derivative (``np.sign``, comparisons, constructors);
+    ``unknown`` marks a callable with no rule at all.
     """
     name: str
     params: tuple
@@ -44,6 +52,8 @@ class Rule:
     defaults: dict = field(default_factory=dict)
     partials: dict = field(default_factory=dict)
     vjp: dict = field(default_factory=dict)
+    jvp: dict = field(default_factory=dict)
+    linear: bool = False              # linear in each differentiated operand
     broadcast: bool = False
     nondiff: bool = False
     unknown: bool = False
@@ -53,6 +63,11 @@ class Rule:
     samples: Any = None               # domain hints for the generic tests
     piecewise: tuple = ()             # operands it is locally constant in (zero derivative)
     undiff: tuple = ()                # operands with no derivative rule: an error if active
+
+    def __post_init__(self):
+        if self.vjp and not self.linear and set(self.jvp) != set(self.vjp):
+            raise ValueError(f"rule {self.name}: a rule declared by VJP templates must be "
+                             f"declared linear or give a JVP template for each operand")
 
     @property
     def diff_operands(self):
@@ -142,10 +157,20 @@ def nondiff(name, obj, params, *, emit=None, defaults=None, operands=None, metho
 
 def linear(name, obj, params, operands, vjp, *, emit=None, defaults=None, methods=(),
            operator=None, samples=None, also=()):
-    """Declare a primitive by its VJP templates (one per operand)."""
+    """Declare a primitive linear in each differentiated operand by its VJP
+    templates (one per operand); its JVP is itself applied to the tangents."""
     rule = Rule(name=name, params=tuple(params), operands=tuple(operands), emit=emit or name,
-                defaults=dict(defaults or {}), vjp=dict(vjp), samples=samples)
+                defaults=dict(defaults or {}), vjp=dict(vjp), linear=True, samples=samples)
     return register(rule, obj, *also, methods=methods, operator=operator)
+
+
+def nonlinear(name, obj, params, operands, vjp, jvp, *, emit=None, defaults=None, methods=(),
+              samples=None, also=()):
+    """Declare a non-elementwise primitive by its VJP and JVP templates (one
+    of each per differentiated operand)."""
+    rule = Rule(name=name, params=tuple(params), operands=tuple(operands), emit=emit or name,
+                defaults=dict(defaults or {}), vjp=dict(vjp), jvp=dict(jvp), samples=samples)
+    return register(rule, obj, *also, methods=methods)
 
 
 def bind(rule, args, kwargs, error):

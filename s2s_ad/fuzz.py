@@ -1,0 +1,603 @@
+"""Random programs of the shapes users write, run through the differential oracle.
+
+``python -m s2s_ad.fuzz --programs N --seed S [--out DIR] [--witnesses python,numba]``
+
+Program ``i`` of seed ``S`` is a pure function of ``(S, i)``: a module with
+module-level constant arrays, a few helper functions (loops, a Horner
+recurrence, a scan written into a buffer, a scalar ``while`` loop, a gate
+with ``np.where``), and two entry points over the same body -- ``f``
+(scalar output, for gradients and Hessians) and ``g`` (a vector output, for
+Jacobians).  The body mixes small static-length vectors used whole (``@``,
+``np.dot``, ``np.sum``/``np.mean``, slices) and element by element
+(``x[0]``, ``x[i]`` in ``for``-range loops, writes into ``np.zeros(n)``),
+``np.where``/``maximum``/``minimum``/``clip`` and ``if`` branches,
+elementwise maths, and bounded ``while`` loops.  The vector length is drawn
+from 1, 2, 3, 16 and 17 (under ``ad.jit`` vectors of length <= 16 are split
+into scalars), an optional shared matrix ``K`` is batched or not
+(``in_axes`` mixing 0 and None).
+
+Samples are kept away from ties: each program also exists instrumented (every
+comparison, ``maximum``, ``minimum`` and ``clip`` records its distance to a
+tie), and samples are redrawn until every distance is at least
+:data:`MARGIN` at the sample and at every batch example.
+
+Each disagreement is written to ``--out`` as a self-contained reproducer:
+the program's source followed by a ``__main__`` block that re-runs the one
+failing comparison (``python FILE.py`` exits 1 while it still disagrees).
+"""
+import argparse
+import concurrent.futures
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from . import oracle
+
+LENGTHS = (1, 2, 3, 16, 17)
+OUT_LENGTHS = (1, 3, 16, 17)
+MARGIN = 1e-3
+BATCH = 3
+
+# -- instrumentation ------------------------------------------------------------------
+
+INSTRUMENT = '''
+_MARGINS = []
+
+
+def _gt(a, b):
+    _MARGINS.append(float(np.min(np.abs(np.asarray(a) - np.asarray(b)), initial=np.inf)))
+    return a > b
+
+
+def _maximum(a, b):
+    _MARGINS.append(float(np.min(np.abs(np.asarray(a) - np.asarray(b)), initial=np.inf)))
+    return np.maximum(a, b)
+
+
+def _minimum(a, b):
+    _MARGINS.append(float(np.min(np.abs(np.asarray(a) - np.asarray(b)), initial=np.inf)))
+    return np.minimum(a, b)
+
+
+def _clip(a, lo, hi):
+    d = np.minimum(np.abs(np.asarray(a) - lo), np.abs(np.asarray(a) - hi))
+    _MARGINS.append(float(np.min(d, initial=np.inf)))
+    return np.clip(a, lo, hi)
+'''
+
+
+class _Text:
+    """Renders comparisons plainly, or through the recording functions."""
+
+    def __init__(self, instrument):
+        self.instrument = instrument
+
+    def gt(self, a, b):
+        return f"_gt({a}, {b})" if self.instrument else f"{a} > {b}"
+
+    def call(self, fn, *args):
+        return f"_{fn}({', '.join(args)})" if self.instrument else f"np.{fn}({', '.join(args)})"
+
+
+# -- the generator --------------------------------------------------------------------
+
+
+def _c(rng, lo=-0.9, hi=0.9):
+    return repr(round(float(rng.uniform(lo, hi)), 2))
+
+
+class _Body:
+    """A random straight-line-with-control-flow body over ``x`` (length n)."""
+
+    def __init__(self, rng, n, has_k, has_a, helpers):
+        self.rng, self.n, self.has_k, self.has_a = rng, n, has_k, has_a
+        self.helpers = helpers
+        self.vecs = ["x"]
+        self.scals = ["a"] if has_a else []
+        self.count = 0
+        self.stmts = []        # list of functions T -> list of lines (T: _Text)
+
+    def fresh(self, kind):
+        self.count += 1
+        return f"{kind}{self.count}"
+
+    def pick(self, options):
+        return options[self.rng.integers(len(options))]
+
+    # expressions are functions of T, so the same draw renders plain and instrumented
+    def vexpr(self, depth=2):
+        r = self.rng
+        if depth == 0 or r.random() < 0.3:
+            leaf = self.pick(["var", "var", "C", "rev"])
+            if leaf == "var":
+                v = self.pick(self.vecs)
+                return lambda T: v
+            if leaf == "C":
+                return lambda T: "C"
+            v = self.pick(self.vecs)
+            return lambda T: f"{v}[::-1]"
+        kind = self.pick(["sin", "tanh", "exp", "sqrt", "log", "pow", "+", "-", "*", "scale",
+                          "sscale", "K", "where", "maximum", "minimum", "clip", "helper"])
+        a = self.vexpr(depth - 1)
+        if kind == "sin":
+            return lambda T: f"np.sin({a(T)})"
+        if kind == "tanh":
+            return lambda T: f"np.tanh({a(T)})"
+        if kind == "exp":
+            return lambda T: f"np.exp(0.5 * np.tanh({a(T)}))"
+        if kind == "sqrt":
+            return lambda T: f"np.sqrt(({a(T)}) ** 2 + 0.5)"
+        if kind == "log":
+            return lambda T: f"np.log(1.0 + ({a(T)}) ** 2)"
+        if kind == "pow":
+            p = self.pick(["2", "3", "2.0"])
+            return lambda T: f"np.tanh({a(T)}) ** {p}"
+        if kind in ("+", "-", "*"):
+            b = self.vexpr(depth - 1)
+            return lambda T: f"({a(T)} {kind} {b(T)})"
+        if kind == "scale":
+            c = _c(r)
+            return lambda T: f"{c} * {a(T)}"
+        if kind == "sscale":
+            s = self.sexpr(0)
+            return lambda T: f"np.tanh({s(T)}) * {a(T)}"
+        if kind == "K" and self.has_k:
+            return lambda T: f"K @ np.tanh({a(T)})"
+        if kind == "where":
+            c, k = _c(r), _c(r, 0.1, 0.5)
+            return lambda T: f"np.where({T.gt(a(T), c)}, {a(T)}, {k} * {a(T)})"
+        if kind in ("maximum", "minimum"):
+            b = self.vexpr(depth - 1)
+            return lambda T: T.call(kind, a(T), b(T))
+        if kind == "clip":
+            return lambda T: T.call("clip", a(T), "-0.5", "0.5")
+        usable = [h for h in ("h_horner", "h_scan", "h_gate") if h in self.helpers]
+        if kind == "helper" and usable:
+            h = self.pick(usable)
+            if h == "h_gate":
+                s = self.sexpr(0)
+                return lambda T: f"h_gate({a(T)}, {s(T)})"
+            if h == "h_horner":
+                return lambda T: f"h_horner(np.tanh({a(T)}))"
+            return lambda T: f"{h}({a(T)})"
+        return a
+
+    def sexpr(self, depth=2):
+        r = self.rng
+        n = self.n
+        if depth == 0 or r.random() < 0.3:
+            leaf = self.pick(["var", "elem", "elem", "const"] if self.scals
+                             else ["elem", "elem", "const"])
+            if leaf == "var":
+                s = self.pick(self.scals)
+                return lambda T: s
+            if leaf == "elem":
+                v, j = self.pick(self.vecs), int(r.integers(0, n))
+                return lambda T: f"{v}[{j}]"
+            c = _c(r)
+            return lambda T: c
+        kind = self.pick(["sum", "mean", "dot", "matmul", "quad", "shift", "sin", "tanh",
+                          "*", "+", "scale", "sqrt", "exp", "helper", "smax"])
+        if kind in ("sum", "mean"):
+            v = self.vexpr(depth - 1)
+            return lambda T: f"np.{kind}({v(T)})"
+        if kind in ("dot", "matmul"):
+            v, w = self.vexpr(depth - 1), self.vexpr(depth - 1)
+            return (lambda T: f"np.dot({v(T)}, {w(T)})") if kind == "dot" \
+                else (lambda T: f"({v(T)} @ {w(T)})")
+        if kind == "quad" and self.has_k:
+            v = self.vexpr(depth - 1)
+            return lambda T: f"(np.tanh({v(T)}) @ K @ np.tanh({v(T)}))"
+        if kind == "shift":
+            v = self.vexpr(depth - 1)
+            return lambda T: f"np.sum(({v(T)})[1:] * ({v(T)})[:-1])"
+        if kind == "helper" and "h_weighted" in self.helpers:
+            v = self.vexpr(depth - 1)
+            if "h_newton" in self.helpers and r.random() < 0.5:
+                s = self.sexpr(depth - 1)
+                return lambda T: f"h_newton({s(T)})"
+            return lambda T: f"h_weighted({v(T)})"
+        if kind == "smax":
+            a, c, which = self.sexpr(depth - 1), _c(r), self.pick(["maximum", "minimum"])
+            return lambda T: T.call(which, a(T), c)
+        a = self.sexpr(depth - 1)
+        if kind in ("sin", "tanh"):
+            return lambda T: f"np.{kind}({a(T)})"
+        if kind == "sqrt":
+            return lambda T: f"np.sqrt(({a(T)}) ** 2 + 1.0)"
+        if kind == "exp":
+            return lambda T: f"np.exp(np.tanh({a(T)}))"
+        if kind == "scale":
+            c = _c(r)
+            return lambda T: f"{c} * {a(T)}"
+        b = self.sexpr(depth - 1)
+        if kind == "*":
+            return lambda T: f"np.tanh({a(T)}) * {b(T)}"
+        return lambda T: f"({a(T)} + {b(T)})"
+
+    def statement(self, depth=1):
+        r = self.rng
+        kinds = ["vassign", "vassign", "sassign", "sassign", "forsum", "buffer", "writes"]
+        if depth > 0:
+            kinds += ["if", "while", "forloop"]
+        if "h_fill" in self.helpers:
+            kinds += ["fill"]
+        kind = self.pick(kinds)
+        n = self.n
+        if kind == "vassign":
+            e, v = self.vexpr(), self.fresh("v")
+            self.vecs.append(v)
+            return lambda T, pad: [f"{pad}{v} = {e(T)}"]
+        if kind == "sassign":
+            e, s = self.sexpr(), self.fresh("s")
+            self.scals.append(s)
+            return lambda T, pad: [f"{pad}{s} = {e(T)}"]
+        if kind == "forsum":
+            s, v, w = self.fresh("s"), self.pick(self.vecs), self.pick(self.vecs)
+            c = _c(r)
+            bound = self.pick([str(n), "x.shape[0]"])
+            self.scals.append(s)
+            return lambda T, pad: [f"{pad}{s} = 0.0", f"{pad}for i in range({bound}):",
+                                   f"{pad}    {s} = {s} + np.sin({v}[i] + {c}) * {w}[i]"]
+        if kind == "buffer":
+            v, w = self.fresh("v"), self.pick(self.vecs)
+            e = self.sexpr(0)
+            self.vecs.append(v)
+            return lambda T, pad: [f"{pad}{v} = np.zeros({n})", f"{pad}for i in range({n}):",
+                                   f"{pad}    {v}[i] = np.tanh({w}[i]) * {e(T)} + {w}[{n - 1} - i]"]
+        if kind == "writes":
+            v, w = self.fresh("v"), self.pick(self.vecs)
+            j = int(r.integers(0, n))
+            e = self.sexpr()
+            self.vecs.append(v)
+            return lambda T, pad: [f"{pad}{v} = {w} * 1.0", f"{pad}{v}[{j}] = {e(T)}",
+                                   f"{pad}{v}[0] += {w}[{n - 1}] * 0.5"]
+        if kind == "fill":
+            v, w = self.fresh("v"), self.pick(self.vecs)
+            form = self.pick(["bare", "assigned"])
+            self.vecs.append(v)
+            call = f"h_fill({v}, {w})" if form == "bare" else f"_ = h_fill({v}, {w})"
+            return lambda T, pad: [f"{pad}{v} = np.zeros({n})", f"{pad}{call}"]
+        if kind == "if":
+            s = self.fresh("s")
+            test, c = self.sexpr(1), _c(r)
+            a, b = self.sexpr(), self.sexpr()
+            self.scals.append(s)
+            return lambda T, pad: [f"{pad}if {T.gt(test(T), c)}:", f"{pad}    {s} = {a(T)}",
+                                   f"{pad}else:", f"{pad}    {s} = {b(T)}"]
+        if kind == "while":
+            s, k = self.fresh("s"), self.fresh("k")
+            init, step = self.sexpr(1), self.sexpr(1)
+            trips, c = int(r.integers(1, 5)), _c(r, 0.2, 0.8)
+            self.scals.append(s)
+            return lambda T, pad: [f"{pad}{s} = {init(T)}", f"{pad}{k} = 0",
+                                   f"{pad}while {k} < {trips}:",
+                                   f"{pad}    {s} = np.tanh({c} * {s} + {step(T)})",
+                                   f"{pad}    {k} += 1"]
+        # forloop: a loop-carried vector update, reading elements
+        v, w = self.fresh("v"), self.pick(self.vecs)
+        trips, c = int(r.integers(1, 4)), _c(r)
+        self.vecs.append(v)
+        return lambda T, pad: [f"{pad}{v} = {w} * 1.0", f"{pad}for t in range({trips}):",
+                               f"{pad}    {v} = np.tanh({v} * {c} + {v}[0])"]
+
+    def build(self, count):
+        self.stmts = [self.statement() for _ in range(count)]
+
+
+HELPERS = {
+    "h_horner": lambda T: ["def h_horner(y):", "    p = np.zeros_like(y)",
+                           "    for k in range(COEF.shape[0]):",
+                           "        p = p * y + COEF[k]", "    return p"],
+    "h_scan": lambda T: ["def h_scan(v):", "    out = np.zeros(v.shape[0])", "    run = 0.0",
+                         "    for i in range(v.shape[0]):",
+                         "        run = 0.5 * run + np.sin(v[i])", "        out[i] = run",
+                         "    return out"],
+    "h_gate": lambda T: ["def h_gate(v, s):",
+                         f"    return np.where({T.gt('v', '0.1')}, v * s, "
+                         f"{T.call('minimum', 'v', '0.0')})"],
+    "h_weighted": lambda T: ["def h_weighted(v):", "    acc = 0.0",
+                             "    for i in range(v.shape[0]):",
+                             "        acc = acc + np.tanh(v[i]) * C[i]", "    return acc"],
+    "h_newton": lambda T: ["def h_newton(s):", "    t = 1.0 + s * s", "    r = 1.0", "    k = 0",
+                           "    while k < 5:", "        r = 0.5 * (r + t / r)", "        k += 1",
+                           "    return r"],
+    "h_fill": lambda T: ["def h_fill(buf, v):", "    for i in range(v.shape[0]):",
+                         "        buf[i] = v[i] * 2.0 + 0.5"],
+}
+
+
+class Program:
+    """Program ``index`` of ``seed``: its source, sample arguments and transforms."""
+
+    def __init__(self, seed, index):
+        self.seed, self.index = seed, index
+        self.name = f"fuzz_{seed}_{index}"
+        rng = np.random.default_rng([seed, index])
+        self.n = n = int(rng.choice(LENGTHS))
+        self.m = int(rng.choice(OUT_LENGTHS))
+        self.has_k = bool(rng.random() < 0.5)
+        self.has_a = bool(rng.random() < 0.5)
+        names = sorted(HELPERS)
+        self.helpers = [h for h in names if rng.random() < (0.1 if h == "h_fill" else 0.35)]
+        self.consts = {"C": rng.normal(size=n).round(2),
+                       "M": (rng.normal(size=(self.m, n)) / np.sqrt(n)).round(2),
+                       "COEF": rng.normal(size=4).round(2)}
+        body = _Body(rng, n, self.has_k, self.has_a, self.helpers)
+        body.build(int(rng.integers(2, 6)))
+        self.body = body
+        last_v, last_s = body.vecs[-1], (body.scals[-1] if body.scals else "0.5")
+        other_v = body.pick(body.vecs)
+        self.f_ret = f"{last_s} + np.sum({last_v} * {other_v}) + np.sin(np.sum(x))"
+        self.g_ret = body.pick([f"np.tanh({last_v}) * {last_s} + {other_v}",
+                                f"M @ np.tanh({last_v}) + {last_s}"])
+        self.params = ["x"] + (["K"] if self.has_k else []) + (["a"] if self.has_a else [])
+        self.k_axis = 0 if self.has_k and rng.random() < 0.3 else None
+        self.a_axis = 0 if self.has_a and rng.random() < 0.6 else None
+        self.argnums_choice = int(rng.integers(0, 3))
+        self.rng = rng
+
+    def source(self, instrument=False, keep=None, only=None):
+        """The module's text; ``keep``: indices of the body statements to keep (all by
+        default), ``only``: the one entry point to write (both by default)."""
+        T = _Text(instrument)
+        stmts = self.body.stmts if keep is None else [self.body.stmts[k] for k in keep]
+        body = [ln for s in stmts for ln in s(T, "    ")]
+        entries = [(n, r) for n, r in (("f", self.f_ret), ("g", self.g_ret))
+                   if only is None or n == only]
+        text = "\n".join(body + [r for _, r in entries])
+        lines = ["import numpy as np", ""]
+        for k, v in self.consts.items():
+            lines.append(f"{k} = np.array({v.tolist()!r})")
+        if instrument:
+            lines.append(INSTRUMENT)
+        for h in self.helpers:
+            if keep is None or h in text:
+                lines += ["", ""] + HELPERS[h](T)
+        for fname, ret in entries:
+            lines += ["", "", f"def {fname}({', '.join(self.params)}):", *body,
+                      f"    return {ret}"]
+        return "\n".join(lines) + "\n"
+
+    @property
+    def argnums(self):
+        k = len(self.params)
+        return [0, tuple(range(k)), k - 1][self.argnums_choice] if k > 1 else 0
+
+    @property
+    def in_axes(self):
+        return (0,) + ((self.k_axis,) if self.has_k else ()) + \
+            ((self.a_axis,) if self.has_a else ())
+
+    def draw(self, rng):
+        """(sample args, batched args) for this program."""
+        n = self.n
+        one = [rng.normal(size=n) * 0.8]
+        batch = [rng.normal(size=(BATCH, n)) * 0.8]
+        if self.has_k:
+            one.append(rng.normal(size=(n, n)) / np.sqrt(n))
+            batch.append(rng.normal(size=(BATCH, n, n)) / np.sqrt(n) if self.k_axis == 0
+                         else one[-1].copy())
+        if self.has_a:
+            one.append(float(rng.uniform(-1.0, 1.0)))
+            batch.append(rng.uniform(-1.0, 1.0, size=BATCH) if self.a_axis == 0
+                         else one[-1])
+        return tuple(one), tuple(batch)
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _margin(inst, args):
+    inst._MARGINS.clear()
+    for fn in (inst.f, inst.g):
+        out = fn(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
+        if not np.all(np.isfinite(out)) or np.max(np.abs(out)) > 1e4:
+            return 0.0
+    return min(inst._MARGINS, default=np.inf)
+
+
+def prepare(program, folder):
+    """Write ``program`` and its instrumented twin to ``folder``; return
+    (module, sample args, batched args), or None when no sample keeps clear of ties."""
+    path = os.path.join(folder, f"{program.name}.py")
+    with open(path, "w") as fh:
+        fh.write(program.source())
+    ipath = os.path.join(folder, f"{program.name}_inst.py")
+    with open(ipath, "w") as fh:
+        fh.write(program.source(instrument=True))
+    inst = _load(ipath, f"{program.name}_inst")
+    module = _load(path, program.name)
+    for _ in range(20):
+        one, batch = program.draw(program.rng)
+        examples = oracle._examples(batch, program.in_axes)
+        try:
+            if all(_margin(inst, a) >= MARGIN for a in [one] + examples):
+                return module, one, batch
+        except Exception:          # noqa: BLE001 -- a sample outside the domain: redraw
+            continue
+    return None
+
+
+def run_program(program, folder, families, only=None):
+    """(report, module, args, batched) for one program, or None when it was skipped."""
+    got = prepare(program, folder)
+    if got is None:
+        return None
+    module, one, batch = got
+    report = oracle.Report()
+    for fname in ("f", "g"):
+        fn = getattr(module, fname)
+        sub = oracle.check_all(fn, one, program.argnums, program.in_axes,
+                               name=f"{program.name}.{fname}", batched_args=batch,
+                               families=families, seed=program.index)
+        for d in sub.disagreements:
+            d.args = batch if d.transform.startswith("vmap") else one
+        report.extend(sub)
+    if only is not None:
+        report.disagreements = [d for d in report.disagreements if d.path in only]
+    return report, module, one, batch
+
+
+def _still_fails(program, d, keep, folder, serial):
+    """Whether the program cut down to statements ``keep`` still shows ``d``."""
+    fname = d.program.split(".")[-1]
+    name = f"{program.name}_shrink{serial}"
+    path = os.path.join(folder, f"{name}.py")
+    with open(path, "w") as fh:
+        fh.write(program.source(keep=keep, only=fname))
+    try:
+        fn = getattr(_load(path, name), fname)
+        args = d.args
+        if d.transform.startswith("vmap"):
+            for example in oracle._examples(args, program.in_axes):
+                oracle._call_plain(fn, example)
+        else:
+            oracle._call_plain(fn, args)
+    except Exception:            # noqa: BLE001 -- the cut broke the program itself
+        return False
+    report = oracle.check(fn, d.args, d.transform, program.argnums, program.in_axes,
+                          only={d.path}, seed=program.index)
+    return any(e.kind == d.kind and e.path == d.path for e in report.disagreements)
+
+
+def shrink(program, d, folder):
+    """Indices of the fewest body statements (greedy, one at a time) that still show ``d``.
+
+    Statements are only removed when the cut program still runs on the same
+    arguments, so a reproducer never fails for a reason of its own.
+    """
+    keep = list(range(len(program.body.stmts)))
+    serial = 0
+    k = 0
+    while k < len(keep):
+        trial = keep[:k] + keep[k + 1:]
+        serial += 1
+        if _still_fails(program, d, trial, folder, serial):
+            keep = trial
+        else:
+            k += 1
+    return keep
+
+
+def write_reproducer(out_dir, program, d, count, keep=None):
+    """A runnable file: the program's source (cut down to the statements ``keep``),
+    then a ``__main__`` block re-running ``d``."""
+    os.makedirs(out_dir, exist_ok=True)
+    fname = d.program.split(".")[-1]
+    args = "(" + "".join(f"{_literal(a)}, " for a in d.args) + ")"
+    safe = "".join(ch if ch.isalnum() else "_" for ch in d.path).strip("_")
+    path = os.path.join(out_dir, f"{program.name}_{fname}_{d.transform}_{safe}_{count}.py")
+    text = program.source(keep=keep, only=fname) + f'''
+
+if __name__ == "__main__":
+    # Reproducer written by s2s_ad.fuzz: {d}
+    from s2s_ad import oracle
+
+    args = {args}
+    report = oracle.check({fname}, args, {d.transform!r}, argnums={program.argnums!r},
+                          in_axes={program.in_axes!r}, only={{{d.path!r}}}, seed={program.index})
+    for d in report.disagreements:
+        print(d)
+    print("disagreement reproduced" if report.disagreements else "no disagreement")
+    raise SystemExit(1 if report.disagreements else 0)
+'''
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def _literal(a):
+    if isinstance(a, np.ndarray):
+        return f"np.array({a.tolist()!r})"
+    return repr(float(a))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m s2s_ad.fuzz", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--programs", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", type=int, default=0, help="index of the first program")
+    parser.add_argument("--out", default="fuzz_failures")
+    parser.add_argument("--witnesses", default="python,numba",
+                        help="comma-separated witness families (python, numba) or witness "
+                             "names, e.g. 'python' for a quick run")
+    parser.add_argument("--numba-every", type=int, default=1, metavar="K",
+                        help="run the numba witnesses on every K-th program only (they "
+                             "compile, about a second each); the others get the python ones")
+    parser.add_argument("--no-shrink", action="store_true",
+                        help="write each failing program whole instead of cutting it down")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes (each takes every JOBS-th program)")
+    opts = parser.parse_args(argv)
+    chosen = [w.strip() for w in opts.witnesses.split(",") if w.strip()]
+    families = tuple(w for w in chosen if w in oracle.FAMILIES) or oracle.FAMILIES
+    only = {w for w in chosen if w not in oracle.FAMILIES} or None
+    jobs = max(1, opts.jobs)
+    slices = [range(opts.start + j, opts.start + opts.programs, jobs) for j in range(jobs)]
+    work = [(opts, families, only, indices, jobs == 1) for indices in slices]
+    start = time.perf_counter()
+    if jobs == 1:
+        results = [_run_programs(*work[0])]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(_run_programs, *zip(*work)))
+    total = oracle.Report()
+    for report, _, _ in results:
+        total.extend(report)
+    count = sum(c for _, c, _ in results)
+    skipped = sum(k for _, _, k in results)
+    elapsed = time.perf_counter() - start
+    print(f"({skipped} programs skipped: no sample clear of ties; {len(total.refusals)} "
+          f"documented refusals; {elapsed:.1f} s, {count / max(elapsed, 1e-9):.2f} programs/s)")
+    print(f"{count} programs, {total.checks} checks, {len(total.disagreements)} disagreements")
+    return 1 if total.disagreements else 0
+
+
+def _run_programs(opts, families, only, indices, progress):
+    """Run the programs ``indices``: (report, programs run, programs skipped)."""
+    total = oracle.Report()
+    count = skipped = 0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="s2s_ad_fuzz_") as folder:
+        for index in indices:
+            program = Program(opts.seed, index)
+            fams = families if index % max(1, opts.numba_every) == 0 \
+                else tuple(f for f in families if f != "numba") or families
+            try:
+                got = run_program(program, folder, fams, only)
+            except Exception as exc:        # noqa: BLE001 -- the plain program failed
+                print(f"{program.name}: skipped, the plain program raised {exc!r}")
+                skipped += 1
+                continue
+            if got is None:
+                skipped += 1
+                continue
+            report = got[0]
+            total.extend(report)
+            for d in report.disagreements:
+                keep = None if opts.no_shrink else shrink(program, d, folder)
+                path = write_reproducer(opts.out, program, d, len(total.disagreements), keep)
+                print(f"DISAGREEMENT {d} -> {path}", flush=True)
+            count += 1
+            if progress and not opts.quiet and count % 50 == 0:
+                rate = count / (time.perf_counter() - start)
+                print(f"... {count} programs, {total.checks} checks, "
+                      f"{len(total.disagreements)} disagreements ({rate:.2f} programs/s)",
+                      flush=True)
+    return total, count, skipped
+
+
+if __name__ == "__main__":
+    sys.exit(main())
