@@ -277,6 +277,8 @@ class ReverseWriter:
         hooks.fuse_squares(self.fn.body, self._reads | set(live_out))
         self.kept = hooks.kept
         codegen.block(fwd, body, self.module.fn_names, hooks)
+        if fwd.lines and fwd.lines[-1] == "    " * fwd.indent + "pass":
+            fwd.lines.pop()        # an empty primal sweep: the adjoint sweep follows it
         return fwd, back, ret
 
     def _read_before_written(self):
