@@ -26,8 +26,8 @@ the program's source followed by a ``__main__`` block that re-runs the one
 failing comparison (``python FILE.py`` exits 1 while it still disagrees).
 """
 import argparse
-import concurrent.futures
 import importlib.util
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -539,20 +539,29 @@ def main(argv=None):
                         help="write each failing program whole instead of cutting it down")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="worker processes (each takes every JOBS-th program)")
+                        help="worker processes (programs run in chunks of %d, each in a "
+                             "fresh process)" % CHUNK)
     opts = parser.parse_args(argv)
     chosen = [w.strip() for w in opts.witnesses.split(",") if w.strip()]
     families = tuple(w for w in chosen if w in oracle.FAMILIES) or oracle.FAMILIES
     only = {w for w in chosen if w not in oracle.FAMILIES} or None
-    jobs = max(1, opts.jobs)
-    slices = [range(opts.start + j, opts.start + opts.programs, jobs) for j in range(jobs)]
-    work = [(opts, families, only, indices, jobs == 1) for indices in slices]
+    # Programs run in chunks, each in a fresh worker process: the generated
+    # modules of thousands of programs would otherwise pile up in one process
+    # (about 2.4 MB per program, measured).
+    stop = opts.start + opts.programs
+    chunks = [range(i, min(i + CHUNK, stop)) for i in range(opts.start, stop, CHUNK)]
+    work = [(opts, families, only, chunk) for chunk in chunks]
     start = time.perf_counter()
-    if jobs == 1:
-        results = [_run_programs(*work[0])]
-    else:
-        with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_run_programs, *zip(*work)))
+    results = []
+    spawn = multiprocessing.get_context("spawn")     # no fork of a process running threads
+    with spawn.Pool(max(1, opts.jobs), maxtasksperchild=1) as pool:
+        for result in pool.imap_unordered(_run_chunk, work):
+            results.append(result)
+            if not opts.quiet:
+                done = sum(c for _, c, _ in results)
+                print(f"... {done} programs, {sum(r.checks for r, _, _ in results)} checks, "
+                      f"{sum(len(r.disagreements) for r, _, _ in results)} disagreements "
+                      f"({done / (time.perf_counter() - start):.2f} programs/s)", flush=True)
     total = oracle.Report()
     for report, _, _ in results:
         total.extend(report)
@@ -565,11 +574,15 @@ def main(argv=None):
     return 1 if total.disagreements else 0
 
 
-def _run_programs(opts, families, only, indices, progress):
-    """Run the programs ``indices``: (report, programs run, programs skipped)."""
+#: Programs per worker process (see main).
+CHUNK = 100
+
+
+def _run_chunk(work):
+    """Run the programs of one chunk: (report, programs run, programs skipped)."""
+    opts, families, only, indices = work
     total = oracle.Report()
     count = skipped = 0
-    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="s2s_ad_fuzz_") as folder:
         for index in indices:
             program = Program(opts.seed, index)
@@ -591,11 +604,6 @@ def _run_programs(opts, families, only, indices, progress):
                 path = write_reproducer(opts.out, program, d, len(total.disagreements), keep)
                 print(f"DISAGREEMENT {d} -> {path}", flush=True)
             count += 1
-            if progress and not opts.quiet and count % 50 == 0:
-                rate = count / (time.perf_counter() - start)
-                print(f"... {count} programs, {total.checks} checks, "
-                      f"{len(total.disagreements)} disagreements ({rate:.2f} programs/s)",
-                      flush=True)
     return total, count, skipped
 
 
