@@ -122,7 +122,7 @@ def _text(path):
         return None
 
 
-def import_file(path, modname, consts=(), source=None):
+def import_file(path, modname, consts=(), source=None, reuse=False):
     """Run a generated module as ``modname`` with ``consts`` bound first.
 
     ``source`` is the text to run: it is compiled from memory (under the
@@ -131,7 +131,21 @@ def import_file(path, modname, consts=(), source=None):
     ``None`` (in-memory compilation); without ``source`` the file is read.
     The module is in ``sys.modules`` under that name while it runs and
     after, so Numba's disk cache can import it again by name.
+
+    ``reuse``: return the module already imported under ``modname``, if
+    any.  Imports hold one lock, so another thread never sees a module
+    that is in ``sys.modules`` but still running.
     """
+    with _IMPORTING:
+        if reuse and modname in sys.modules:
+            return sys.modules[modname]
+        return _run_module(path, modname, consts, source)
+
+
+_IMPORTING = threading.RLock()
+
+
+def _run_module(path, modname, consts, source):
     if source is None:
         source = Path(path).read_text()
     filename = str(path) if path is not None else f"<s2s_ad generated {modname}>"

@@ -11,7 +11,6 @@ function is (any transform, nested ``vmap`` included).
 import inspect
 import numbers
 import os
-import sys
 import textwrap
 
 import numpy as np
@@ -607,6 +606,6 @@ class _LoopBuilder:
                   + self.source)
         path = backends.write_module(module, {}, "vmap_loop")
         name = f"s2s_ad_generated.{backends.module_name(module, {}, 'vmap_loop')}"
-        loaded = sys.modules.get(name) or backends.import_file(path, name, source=module)
+        loaded = backends.import_file(path, name, source=module, reuse=True)
         self.function = loaded.vmap_loop
         return self
