@@ -7,13 +7,20 @@ numba.extending.overload, so the same names work inside @numba.njit code.
 
 # Importing the _nb_* modules registers the Numba overloads of the helpers.
 from . import (  # noqa: F401
+    _nb_einsum,
     _nb_elementwise,
     _nb_linalg,
+    _nb_matfun,
     _nb_plumbing,
     _nb_reduction_grads,
     _nb_reductions,
+    _nb_scans,
     _nb_shapes,
+    _nb_special,
 )
+from . import linalg as _linalg
+from . import scans as _scans
+from . import special as _special
 from .batching import broadcast_batch, lift, take, take_grad
 from .batching import broadcast_like as batch_broadcast_like
 from .batching import dot as bdot
@@ -68,6 +75,7 @@ from .linalg import (
     matmul_grad_a,
     matmul_grad_b,
 )
+from .nesting import flat, flat_size, grad_zeros, jac_flat, jac_shape, jac_zeros, unit_like
 from .plumbing import broadcast_like, like, reshape_like, unbroadcast, zeros_like
 from .reductions import (
     add_minmax_grad,
@@ -106,4 +114,15 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",
+    "flat_size", "unit_like", "jac_zeros", "grad_zeros", "flat", "jac_shape", "jac_flat",
 ]
+
+# The matrix functions (np.linalg and friends), one name each.
+globals().update((_n, getattr(_linalg, _n)) for _n in _linalg.EXPORTS)
+__all__ += list(_linalg.EXPORTS)
+
+# Scans and permutations along an axis (cumsum, cumprod, argsort, take_along_axis).
+globals().update((_n, getattr(_scans, _n)) for _n in _scans.EXPORTS)
+__all__ += list(_scans.EXPORTS)
+globals().update((_n, getattr(_special, _n)) for _n in _special.EXPORTS)
+__all__ += list(_special.EXPORTS)

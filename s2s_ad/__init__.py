@@ -34,12 +34,14 @@ from ._stop import stop_gradient  # noqa: E402
 from .api import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
 from .batching import vmap  # noqa: E402
 from .custom import custom_jvp, custom_vjp  # noqa: E402
+from .diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402
 from .jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp", "vmap",
-           "jit", "custom_vjp", "custom_jvp",
+           "jit", "custom_vjp", "custom_jvp", "precompile", "ShapeDtypeStruct", "cache_info",
+           "clear_cache",
            "source", "stop_gradient", "runtime",
            "Transformed", "UnsupportedSyntaxError", "NonDifferentiableError"]

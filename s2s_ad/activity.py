@@ -91,10 +91,19 @@ def _check_unknown(s, varied):
     if set(var_names(s.args)) & varied:
         loc = s.loc
         raise NonDifferentiableError(
-            f"no derivative rule for {s.rule.name}(), called on a differentiated value in "
+            f"{no_rule_message(s.rule)}, called on a differentiated value in "
             f"'{loc.text.strip()}'. Wrap it in a function decorated with @ad.custom_vjp to "
             f"give it a rule, or apply ad.stop_gradient to its arguments if no derivative "
             f"should flow through it.", loc.filename, loc.lineno)
+
+
+def no_rule_message(rule):
+    """``no derivative rule for np.i0() (<the reason in the unsupported table>)``."""
+    from .rules.table import unsupported_reason
+    listed = unsupported_reason(rule.obj) if rule.obj is not None else None
+    if listed is None:
+        return f"no derivative rule for {rule.name}()"
+    return f"no derivative rule for {listed[0]}() ({listed[1]})"
 
 
 def _check_undiff(s, varied):

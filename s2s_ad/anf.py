@@ -14,6 +14,7 @@ NumPy function: ``a * b`` and ``np.multiply``, ``x.sum(0)`` and ``np.sum``,
 import ast
 import builtins
 import dataclasses
+import inspect
 import numbers
 import operator
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from typing import Any
 import gast
 import numpy as np
 
-from . import custom, pytree, rules
+from . import comprehensions, custom, library, nested, pytree, rules
+from .errors import NonDifferentiableError, UnsupportedSyntaxError
 from .ir import (
     Call,
     Const,
@@ -35,11 +37,19 @@ from .ir import (
     Tup,
     Var,
     While,
-    map_leaves,
     walk,
 )
 from .names import Names
-from .parse import FunctionSource, is_user_function
+from .parse import (
+    FunctionSource,
+    closure_cells,
+    is_user_function,
+    nested_source,
+    read_closure,
+)
+from .ranks import _call_ranks as call_ranks
+from .ranks import _rank as prim_rank
+from .ranks import rank_of
 from .rules.internal import STACK_LIKE
 
 LEAF = None  # the structure of a single value
@@ -57,9 +67,32 @@ class Record(Tup):
         keys = self.container.keys
         return self.items[keys.index(key)] if key in keys else None
 
+@dataclass(frozen=True, eq=False)
+class LocalFn:
+    """A function defined inside the function being lowered (a nested ``def``
+    or a ``lambda``), as a value: calls of it are lowered in place, with its
+    free variables bound to the defining function's values -- ``env``, read
+    when it is passed to another function, or else ``owner``'s at the call."""
+    node: Any                 # gast.FunctionDef or gast.Lambda
+    src: Any                  # its source (see parse.nested_source)
+    owner: Any                # the Lowerer that defined it
+    defaults: tuple = ()
+    env: Any = None
+
+    @property
+    def name(self):
+        return getattr(self.node, "name", "lambda")
+
+
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.FloorDiv: operator.floordiv,
-         gast.Mod: operator.mod, gast.USub: operator.neg, gast.UAdd: operator.pos}
+         gast.Mod: operator.mod, gast.USub: operator.neg, gast.UAdd: operator.pos,
+         gast.Not: operator.not_}
+# Comparisons folded while lowering when both sides are constants.
+_COMPARE = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
+            gast.LtE: operator.le, gast.Gt: operator.gt, gast.GtE: operator.ge,
+            gast.Is: operator.is_, gast.IsNot: operator.is_not,
+            gast.In: lambda a, b: a in b, gast.NotIn: lambda a, b: a not in b}
 _ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
                "dtype": "dtype"}
 _BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
@@ -99,8 +132,13 @@ class Program:
         self.consts[name] = obj
         return name
 
-    def lower(self, fn, trees, call_node=None, caller=None):
-        key = (fn, tuple(trees))
+    def lower(self, fn, trees, call_node=None, caller=None, ranks=None):
+        """``ranks``: the rank of each parameter leaf where known (the entry's,
+        from the arguments; a helper's, from its call), so that ``np.ndim``
+        and the library functions that depend on it specialise."""
+        ranks = tuple(ranks) if ranks is not None and any(
+            r is not None for r in ranks) else None
+        key = (fn, tuple(trees)) + ((ranks,) if ranks is not None else ())
         if key in self.functions:
             return self.functions[key]
         if fn in self._active:
@@ -109,7 +147,12 @@ class Program:
         self._active.append(fn)
         try:
             src = self.source(fn)
-            lowerer = Lowerer(src, trees, self)
+            if caller is None and closure_cells(fn):
+                # The entry's closed-over arrays and floats are hidden
+                # parameters after its own, read at each call (see api).
+                src.hidden = tuple(read_closure(closure_cells(fn))[0])
+                src.locals = src.locals | set(src.hidden)
+            lowerer = Lowerer(src, trees, self, ranks=ranks)
             lowered = lowerer.run()
             written = lowerer.written_params()
             if caller is None:
@@ -118,9 +161,9 @@ class Program:
                     # The entry function writes into an argument: the generated
                     # code copies it first, so the caller's array never changes
                     # (the derivative is that of the function of the input values).
-                    lowered = Lowerer(src, trees, self, copies=written).run()
+                    lowered = Lowerer(src, trees, self, copies=written, ranks=ranks).run()
             self.arg_writes[key] = lowerer.arg_writes
-            lowered.name = self.module_names.fresh(fn.__name__)
+            lowered.name = self.module_names.fresh(src.name)
             lowered.key = key
         finally:
             self._active.pop()
@@ -145,7 +188,10 @@ def tree_of(value):
 class Lowerer:
     """Lowers one function body; one instance per (function, structure)."""
 
-    def __init__(self, src: FunctionSource, trees, program, copies=()):
+    view_of = None            # see __init__ (None in lowerers that do not track views)
+    effects = 0               # calls so far that wrote into an array their caller passed
+
+    def __init__(self, src: FunctionSource, trees, program, copies=(), ranks=None):
         self.src = src
         self.program = program
         self.names = Names(_all_identifiers(src.node))
@@ -156,6 +202,7 @@ class Lowerer:
         self.loops = 0            # loops around the statement being lowered
         self.cse = {}             # id(block) -> {primitive key: its value}
         self.views = set()        # names that may share another array's memory
+        self.view_of = {}         # a view made by indexing -> (array, index)
         self.node = src.node
         self.param_trees = []
         self.params = []
@@ -164,13 +211,15 @@ class Lowerer:
         # or ``x += e`` while x still names the argument (in place in NumPy).
         self.arg_writes = {}
         self.arguments = None     # names of the arguments, when not the parameters (inlined)
-        names = src.param_names
+        names = src.param_names + list(getattr(src, "hidden", ()))
         if len(trees) != len(names):
             raise TypeError(f"{src.name}() takes {len(names)} arguments, got {len(trees)}")
         for name, tree in zip(names, trees):
             value = self._param(name, tree)
             self.env[name] = value
             self.param_trees.append(value)
+        # Ranks known while lowering: np.ndim(x) of a known rank is a constant.
+        self.ranks = dict(zip(self.params, ranks)) if ranks is not None else {}
         if copies:
             self.copy_params(copies)
 
@@ -197,6 +246,7 @@ class Lowerer:
                             f"{param} is written into below: a copy, so the caller's array "
                             f"is left as it is")
             self.body.append(Prim([copy], rules.RULES["np.copy"], [Var(param)], {}, loc))
+            self.ranks[copy] = self.ranks.get(param)
             copies[Var(param)] = Var(copy)
         for name, value in self.env.items():
             self.env[name] = _map_leaves(value, lambda v: copies.get(v, v))
@@ -230,9 +280,12 @@ class Lowerer:
 
     def stmt_Expr(self, node):
         if isinstance(node.value, gast.Call):
-            # A call made for its effect: one that writes into an array it is
-            # passed is refused as such (see refuse_writes).
+            # A call made for its effect: a helper that writes into an array
+            # it is passed (``smooth(u)``), lowered into this function.
+            before = self.effects
             self.expr(node.value)
+            if self.effects > before:
+                return
         raise self.error(node, "a statement that is only an expression has no effect on the result "
                          "(s2s_ad functions are pure); assign its value or remove it")
 
@@ -249,6 +302,8 @@ class Lowerer:
         target = node.target
         if isinstance(target, gast.Name):
             if target.id in self.env:
+                if self.in_place_update(target, node):
+                    return
                 self.note_write(self.env[target.id], node)
             load = gast.copy_location(gast.Name(target.id, gast.Load(), None, None), target)
             binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
@@ -263,7 +318,23 @@ class Lowerer:
 
     def stmt_Return(self, node):
         value = Const(None) if node.value is None else self.expr(node.value)
+        nested.check_escapes(self, value, node)
+        if any(isinstance(v, LocalFn) for v in _values(value)):
+            raise self.error(node, "returning a function is not supported; return the values "
+                             "it computes, or define it at module level")
         self.body.append(Return(value, self.src.loc(node)))
+
+    def stmt_FunctionDef(self, node):
+        self.bind(node.name, self.local_function(node))
+
+    def expr_Lambda(self, node):
+        return self.local_function(node)
+
+    def local_function(self, node):
+        """A nested ``def`` or ``lambda`` as a value; its default values are
+        computed here, where Python computes them."""
+        defaults = tuple(self.expr(d) for d in node.args.defaults)
+        return LocalFn(node, nested_source(self.src, node), self, defaults)
 
     def assign(self, target, value):
         if isinstance(target, gast.Name):
@@ -271,6 +342,10 @@ class Lowerer:
         elif isinstance(target, (gast.Tuple, gast.List)):
             self.unpack(target, value)
         elif isinstance(target, gast.Subscript):
+            if isinstance(target.value, gast.Name) and isinstance(
+                    self.env.get(target.value.id), Record) and self.env[
+                    target.value.id].container.cls is dict:
+                return self.dict_store(target, value)
             storage = self.storage(target)
             if isinstance(value, Tup):
                 raise self.error(target, "cannot store a tuple into an array element")
@@ -284,6 +359,10 @@ class Lowerer:
         if isinstance(storage, Tup):
             raise self.error(target, "the elements of a tuple or list cannot be written into; "
                              "pass an array, or build a new tuple")
+        return self.writable(storage, target)
+
+    def writable(self, storage, target):
+        """``storage``, checked as the array a write lands in."""
         if not isinstance(storage, Var) or storage.name in self.program.consts:
             raise self.error(target, "only local arrays can be written into; copy a module-level "
                              "array first (a = np.copy(A))")
@@ -304,18 +383,79 @@ class Lowerer:
         if isinstance(value, Var) and value.name in arguments:
             self.arg_writes.setdefault(value.name, self.src.loc(node))
 
-    def refuse_writes(self, fn, writes, node):
-        """A call of user function ``fn``, which writes into an argument, is
-        refused: the write would not be seen by the caller, nor differentiated."""
-        if not writes:
-            return
-        loc = next(iter(writes.values()))
-        raise self.error(node, f"{fn.__name__}() writes into an array it is passed (line "
-                         f"{loc.lineno}: '{loc.text.strip()}'); writes through a called "
-                         f"function are not differentiated, and the caller would not see "
-                         f"them. Return the updated array instead: in {fn.__name__}, copy "
-                         f"the argument (u = u.copy()), update the copy and return it, and "
-                         f"call it as u = {fn.__name__}(u)")
+    def in_place_update(self, target, node):
+        """``x += e`` in an inlined helper while ``x`` still names an array its
+        caller passed: NumPy updates that array in place, so the caller sees
+        it (``x[:] = x + e``).  Returns whether the update was lowered so."""
+        value = self.env[target.id]
+        if self.arguments is None or not isinstance(value, Var) or \
+                value.name not in self.arguments or rank_of(value, self.ranks) == 0:
+            return False      # a number: ``x += e`` rebinds the helper's name only
+        storage = self.writable(value, node)
+        new = self.operator(node.op, [value, self.expr(node.value)], node)
+        self.emit_setitem(storage, Const(slice(None)), new)
+        return True
+
+    def view_arguments(self, fn, values, node):
+        """Arguments that are views of the caller's arrays (``step(u[1:-1])``)
+        and that ``fn`` writes into: each is passed as a copy read from its
+        array at the call, and written back after the call, so the write lands
+        in the array, as in NumPy.  Returns (values, [(array, index, copy)])."""
+        views = [leaf for v in values for leaf in _leaves(v)
+                 if isinstance(leaf, Var) and leaf.name in self.views]
+        if not views:
+            return values, []
+        trees = [tree_of(v) for v in values]
+        leaves = [leaf for v in values for leaf in _leaves(v)]
+        callee = self.program.lower(fn, trees, node, self.src,
+                                    [rank_of(leaf, self.ranks) for leaf in leaves])
+        written = {leaves[i] for i, p in enumerate(callee.params)
+                   if p in self.program.arg_writes.get(callee.key, {})}
+        copies, writebacks = {}, []
+        for view in views:
+            if view not in written or view in copies:
+                continue
+            array, index = self.view_origin(view, fn, node)
+            others = [leaf for leaf in leaves if leaf != view]
+            if any(self.root(leaf) == self.root(array) for leaf in others):
+                raise self.error(node, f"{fn.__name__}() writes into a view of an array "
+                                 f"that is also passed to it another way; pass the array "
+                                 f"once, or pass a copy (np.copy(...)) of one of them")
+            fresh = Var(self.names.temp())
+            loc = self.src.loc(node)
+            self.body.append(Prim([fresh.name], rules.RULES["getitem"], [array],
+                                  {"index": index}, loc))
+            copies[view] = self.emit(rules.RULES["np.copy"], [fresh], {}, node)
+            writebacks.append((self.writable(array, node), index, copies[view]))
+        values = [_map_leaves(v, lambda x: copies.get(x, x)) for v in values]
+        return values, writebacks
+
+    def view_origin(self, view, fn, node):
+        """The (array, index) that ``view`` was read from, for a write through it."""
+        origin = (self.view_of or {}).get(view.name)
+        if origin is None or origin[0].name in self.views:
+            raise self.error(node, f"{fn.__name__}() writes into an argument that is a view "
+                             f"of another array made otherwise than by slicing it once (a "
+                             f"reshape, transpose, or a slice of a slice); pass the array "
+                             f"sliced once (u[1:-1]), or pass a copy and assign it back")
+        index = origin[1]
+        parts = [p for leaf in _leaves(index)
+                 for p in ((leaf.lo, leaf.hi, leaf.step) if isinstance(leaf, Slice) else (leaf,))]
+        if any(isinstance(p, Var) and rank_of(p, self.ranks) != 0 for p in parts):
+            # An array index gives NumPy a copy, not a view: the helper's
+            # write would not reach the array; an index of unknown kind
+            # cannot be told apart from one.
+            raise self.error(node, f"{fn.__name__}() writes into an argument indexed by an "
+                             f"array, or by a value not known to be an integer; NumPy passes "
+                             f"a copy there, not a view. Index with slices, integers and loop "
+                             f"variables, or pass a copy and assign it back")
+        return origin
+
+    def root(self, value):
+        """The array a view (of a view ...) looks into."""
+        while isinstance(value, Var) and self.view_of and value.name in self.view_of:
+            value = self.view_of[value.name][0]
+        return value
 
     def emit_setitem(self, storage, index, value):
         self.cse.clear()           # an element write may change what reads see
@@ -335,6 +475,12 @@ class Lowerer:
 
     def stmt_If(self, node):
         cond = self.expr(node.test)
+        if isinstance(cond, Const):       # a constant test: only the branch taken is lowered
+            for st in node.body if cond.value else node.orelse:
+                saved, self.node = self.node, st
+                self.stmt(st)
+                self.node = saved
+            return
         before = dict(self.env)
         body = self.block(node.body)
         after_body, self.env = self.env, dict(before)
@@ -366,12 +512,21 @@ class Lowerer:
         return joins
 
     def fresh_like(self, name, value, node):
+        if isinstance(value, LocalFn):
+            return value
         if isinstance(value, Tup):
             return dataclasses.replace(value, items=tuple(
                 self.fresh_like(f"{name}_{i}", v, node) for i, v in enumerate(value.items)))
         return Var(self.names.user(name))
 
     def copy_into(self, block, target, value, node):
+        if isinstance(target, LocalFn) or isinstance(value, LocalFn):
+            if not (isinstance(target, LocalFn) and isinstance(value, LocalFn)
+                    and target.node is value.node):
+                raise self.error(node, "a variable holds different functions on different "
+                                 "paths (or a function on one and a value on another); call "
+                                 "each function where it is defined instead")
+            return
         if isinstance(target, Tup):
             if not (isinstance(value, Tup) and len(value.items) == len(target.items)):
                 raise self.error(node, "a variable holds tuples of different structure on "
@@ -382,6 +537,7 @@ class Lowerer:
             raise self.error(node, "a variable holds a tuple on one path and a value on another")
         elif value != target:
             block.append(Prim([target.name], rules.RULES["copy"], [value], {}, None))
+            self.note_rank(target.name, rank_of(value, self.ranks))
             if isinstance(value, Var) and value.name in self.views:
                 self.views.add(target.name)
 
@@ -434,6 +590,7 @@ class Lowerer:
         headers = self.enter_loop(node, node.body)
         index = Var(self.names.user(node.target.id))
         self.env[node.target.id] = index
+        self.note_rank(index.name, 0)
         self.loops += 1
         body = self.block(node.body)
         self.loops -= 1
@@ -454,6 +611,8 @@ class Lowerer:
 
     def expr_IfExp(self, node):
         cond = self.expr(node.test)
+        if isinstance(cond, Const):
+            return self.expr(node.body if cond.value else node.orelse)
         target = Var(self.names.temp())
         branches = []
         for sub in (node.body, node.orelse):
@@ -496,8 +655,12 @@ class Lowerer:
         """Point every reference the lowering still holds at the new name."""
         for key, v in self.env.items():
             self.env[key] = _replace(v, old, new)
+        if old.name in self.ranks:
+            self.ranks[new.name] = self.ranks[old.name]
         if old.name in self.views:
             self.views.add(new.name)
+        if self.view_of and old.name in self.view_of:
+            self.view_of[new.name] = self.view_of[old.name]
         for table in self.cse.values():
             for key, v in table.items():
                 if v == old:
@@ -532,19 +695,42 @@ class Lowerer:
             return item
         rule = _ATTRIBUTES.get(node.attr)
         if rule is None:
+            self._unknown_call_first(value, node)
             raise self.error(node, f"attribute '.{node.attr}' of an array is not supported")
         return self.emit_call(rules.RULES[rule], [value], {}, node)
+
+    def _unknown_call_first(self, value, node):
+        """An unsupported attribute of the result of a call with no rule
+        (``np.fft.fft(x).real``): report the call, the first thing to fix."""
+        made = next((s for s in reversed(self.body) if isinstance(s, Prim) and
+                     isinstance(value, Var) and value.name in s.targets), None)
+        if made is not None and made.rule.unknown:
+            from .activity import no_rule_message
+            loc = self.src.loc(node)
+            raise NonDifferentiableError(
+                f"{no_rule_message(made.rule)}; the attribute '.{node.attr}' of its result is "
+                f"not supported either, in '{loc.text.strip()}'", loc.filename, loc.lineno)
 
     def constant(self, name, obj, node):
         """A free name's value: a literal, or a constant bound in the module."""
         if isinstance(obj, (bool, numbers.Number, str, type(None))) or obj is Ellipsis:
             return Const(obj.item() if isinstance(obj, np.generic) else obj)
+        if (isinstance(obj, dict) and all(isinstance(k, str) for k in obj)) or \
+                pytree.is_namedtuple(obj):        # a dict or NamedTuple constant, statically
+            keys = sorted(obj) if isinstance(obj, dict) else type(obj)._fields
+            values = [obj[k] for k in keys] if isinstance(obj, dict) else list(obj)
+            return Record(tuple(self.constant(f"{name}_{k}", v, node) for k, v in
+                                zip(keys, values)),
+                          container=pytree.Keyed(dict if isinstance(obj, dict) else type(obj),
+                                                 keys))
         if isinstance(obj, tuple) and all(isinstance(v, numbers.Number) for v in obj):
             return Const(obj)
         if isinstance(obj, (tuple, list)):      # a pytree constant: its leaves, statically
             return Tup(tuple(self.constant(f"{name}_{i}", v, node) for i, v in enumerate(obj)))
         if isinstance(obj, np.ndarray):
-            return Var(self.bind_const(name, obj))
+            value = Var(self.bind_const(name, obj))
+            self.note_rank(value.name, obj.ndim)
+            return value
         return Const(obj)   # modules, functions, dtypes: only usable as callees/options
 
     def bind_const(self, name, obj):
@@ -558,6 +744,46 @@ class Lowerer:
 
     def expr_List(self, node):
         return Tup(tuple(self.expr(e) for e in node.elts), is_list=True)
+
+    def expr_Dict(self, node):
+        """``{"w": a, "b": c}``: a :class:`Record` (its items in sorted key order,
+        as the API flattens a dict argument)."""
+        items = {}
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, gast.Constant) and isinstance(key.value, str)):
+                raise self.error(key or value, "dict keys must be constant strings "
+                                 "({\"w\": w, \"b\": b}); unpacking (**d) is not supported")
+            items[key.value] = self.expr(value)
+        keys = sorted(items)
+        return Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys))
+
+    def dict_store(self, target, value):
+        """``d["k"] = v`` on a dict value: every name bound to that dict sees the
+        new item (the dict is rebuilt, statically, with it)."""
+        old = self.env.get(target.value.id) if isinstance(target.value, gast.Name) else None
+        key = self.index(target.slice)
+        if not (isinstance(key, Const) and isinstance(key.value, str)):
+            raise self.error(target, "a dict can only be written under a constant string key")
+        if any(old is v for p in self.param_trees for v in [p] + _records(p)):
+            raise self.error(target, "writing into a dict argument is not supported (the "
+                             "caller's dict would change); build a new dict with the items "
+                             "you need")
+        if any(old is r for v in self.env.values() if v is not old for r in _records(v)):
+            raise self.error(target, "this dict is also held in a tuple, list or dict, which "
+                             "would see the write; write into the dict before putting it there")
+        items = dict(zip(old.container.keys, old.items))
+        items[key.value] = value
+        keys = sorted(items)
+        new = Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys))
+        for name, v in list(self.env.items()):
+            if v is old:
+                self.env[name] = new
+
+    def expr_ListComp(self, node):
+        return comprehensions.Lowering(self, node).build()
+
+    def expr_GeneratorExp(self, node):
+        raise comprehensions.generator_error(self, node)
 
     def expr_BinOp(self, node):
         left, right = self.expr(node.left), self.expr(node.right)
@@ -575,6 +801,9 @@ class Lowerer:
         left, result = self.expr(node.left), None
         for op, comparator in zip(node.ops, node.comparators):
             right = self.expr(comparator)
+            folded = _fold_compare(op, left, right) if len(node.ops) == 1 else None
+            if folded is not None:       # constants compared while lowering
+                return folded
             test = self.operator(op, [left, right], node)
             result = test if result is None else self.emit(rules.RULES["and"], [result, test], {})
             left = right
@@ -584,6 +813,11 @@ class Lowerer:
         """``a and b`` / ``a or b``, evaluating ``b`` only when Python would."""
         result = self.expr(node.values[0])
         for sub in node.values[1:]:
+            if isinstance(result, Const):      # Python's short circuit, while lowering
+                if bool(result.value) == isinstance(node.op, gast.Or):
+                    break
+                result = self.expr(sub)
+                continue
             saved, self.body = self.body, []
             right = self.expr(sub)
             scratch, self.body = self.body, saved
@@ -607,6 +841,7 @@ class Lowerer:
         name = rules.OPERATORS.get(_ast_op(op))
         if name is None:
             raise self.error(node, f"the operator {type(op).__name__} is not supported")
+        comprehensions.refuse_list_operator(self, name, args, node)
         if any(isinstance(a, Tup) for a in args):
             sequence = self.sequence_operator(name, args, node)
             if sequence is not None:
@@ -641,6 +876,10 @@ class Lowerer:
                                  f"({', '.join(map(repr, value.container.keys))}), written as "
                                  f"a constant")
             return item
+        if isinstance(value, (Tup, Const)) and _is_constant(index):
+            folded = _fold_subscript(value, _python_value(index))   # a tuple's items, statically
+            if folded is not None:
+                return folded
         if isinstance(value, Tup):
             if not (isinstance(index, Const) and isinstance(index.value, int)):
                 raise self.error(node, "a tuple can only be indexed by a constant integer")
@@ -661,24 +900,32 @@ class Lowerer:
 
     def expr_Call(self, node):
         func = node.func
+        local = self.local_callee(func)
+        if local is not None:
+            return self.call_local(local, node)
         ok, obj = self.src.resolve(func)
         if not ok:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
             if isinstance(func, gast.Call) and self._is_vmap(func):
                 return self.call_vmap(func, node)
-            if isinstance(func, gast.Call):
-                raise self.error(node, "calling a transformed function (ad.grad(f)(x)) inside a "
-                                 "function that is itself transformed is not supported (only "
-                                 "ad.jvp(f, primals, tangents) and ad.vmap(f, in_axes)(...) "
-                                 "are); call ad.jvp inside it instead, or transform "
-                                 "the outer function (ad.hessian, ad.hvp, ad.jvp(ad.grad(f)))")
+            if isinstance(func, gast.Call):          # ad.grad(f)(x) and friends
+                return nested.call_transformed(self, func, node)
+            vjp_fn = self.env.get(func.id) if isinstance(func, gast.Name) else None
+            if isinstance(vjp_fn, Const) and isinstance(vjp_fn.value, nested.VjpFunction):
+                return nested.call_vjp_fn(self, vjp_fn.value, node)
             what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
             raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
                              "can be called; call the function by its own name")
         from .jacobians import jvp
         if obj is jvp:
             return self.call_jvp(node)
+        value = nested.call_object(self, obj, node)     # ad.vjp, ad.hvp, a module-level ad.grad(f)
+        if value is not None:
+            return value
+        value = comprehensions.call(self, obj, node)    # sum(e for x in xs), np.stack([...])
+        if value is not None:
+            return value
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if None in kwargs:
@@ -698,11 +945,9 @@ class Lowerer:
         (``grad`` of a function that sums a ``vmap``) and compiled.
         """
         spec = self._vmap_spec(vnode)
-        ok, fn = self.src.resolve(vnode.args[0]) if vnode.args else (False, None)
-        fn = getattr(fn, "__s2s_ad_function__", fn)
-        if not ok or not is_user_function(fn):
-            raise self.error(vnode, "the function given to ad.vmap here must be a module-level "
-                             "function, named directly")
+        if not vnode.args:
+            raise self.error(vnode, "ad.vmap needs the function to batch")
+        fn = nested.spec_of(self, vnode.args[0])      # f, or a transform of it (ad.grad(f))
         if node.keywords:
             raise self.error(node, "pass the arguments of a vmapped function positionally")
         args = [self.expr(a) for a in node.args]
@@ -729,9 +974,9 @@ class Lowerer:
                     index = b if ax == 0 else Tup((Const(slice(None)),) * ax + (b,))
                     picked[leaf] = self.emit(rules.RULES["getitem"], [leaf], {"index": index},
                                              node)
-            return [map_leaves(a, lambda x: picked.get(x, x)) for a in args]
+            return [_map_leaves(a, lambda x: picked.get(x, x)) for a in args]
 
-        r0 = self.call(fn, example(Const(0)), {}, node)
+        r0 = nested.apply(self, fn, example(Const(0)), node)
         outs = []
         for leaf in _leaves(r0):
             out = self.emit(STACK_LIKE, [leaf, size], {}, node)
@@ -739,14 +984,14 @@ class Lowerer:
             outs.append(out)
         index = Var(self.names.fresh("b"))
         saved, self.body = self.body, []
-        r = self.call(fn, example(index), {}, node)
+        r = nested.apply(self, fn, example(index), node)
         for out, leaf in zip(outs, _leaves(r)):
             self.emit_setitem(out, index, leaf)
         body, self.body = self.body, saved
         self.body.append(For(index.name, Const(1), size, Const(1), body, self.src.loc(node)))
         self.cse.clear()
         it = iter(outs)
-        return map_leaves(r0, lambda _: next(it))
+        return _map_leaves(r0, lambda _: next(it))
 
     def _vmap_spec(self, vnode):
         """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""
@@ -771,6 +1016,12 @@ class Lowerer:
 
     def _leaf_axes(self, value, ax, node):
         """(leaf, batch axis) for every leaf of an argument and its in_axes entry."""
+        if isinstance(ax, dict):             # a dict prefix: one entry per key of a dict
+            keys = value.container.keys if isinstance(value, Record) else None
+            if keys is None or value.container.cls is not dict or set(ax) != set(keys):
+                raise self.error(node, f"the dict entry {ax!r} of in_axes must have the keys "
+                                 f"of its argument's dict")
+            return [p for k, v in zip(keys, value.items) for p in self._leaf_axes(v, ax[k], node)]
         if isinstance(ax, (tuple, list)):
             if not (isinstance(value, Tup) and len(value.items) == len(ax)):
                 raise self.error(node, "a tuple entry of in_axes must match its argument's "
@@ -781,21 +1032,19 @@ class Lowerer:
                              "must be non-negative ints or None")
         return [(leaf, ax) for leaf in _leaves(value)]
 
-    def call_jvp(self, node):
-        """``ad.jvp(f, (x, ...), (dx, ...))`` in user code: a call to f's JVP.
+    def call_jvp(self, node, spec=None):
+        """``ad.jvp(f, (x, ...), (dx, ...))`` in user code: a call to f's JVP
+        (``f`` may be a transform itself, ``ad.grad(g)``; ``spec`` overrides it).
 
         The JVP is lowered like any helper, so the function around it can be
         differentiated again (``grad`` of a directional derivative).
         """
         from . import forward
+        what = "ad.hvp" if spec is not None else "ad.jvp"
         if len(node.args) != 3 or node.keywords:
-            raise self.error(node, "write ad.jvp(f, (x, ...), (dx, ...)) with three positional "
-                             "arguments")
-        ok, fn = self.src.resolve(node.args[0])
-        fn = getattr(fn, "__s2s_ad_function__", fn)
-        if not ok or not is_user_function(fn):
-            raise self.error(node, "the function given to ad.jvp here must be a module-level "
-                             "function, named directly")
+            raise self.error(node, f"write {what}(f, (x, ...), (dx, ...)) with three "
+                             f"positional arguments")
+        spec = spec or nested.spec_of(self, node.args[0])
         primals, tangents = (self.expr(a) for a in node.args[1:])
         if not (isinstance(primals, Tup) and isinstance(tangents, Tup)
                 and len(primals.items) == len(tangents.items)):
@@ -805,16 +1054,22 @@ class Lowerer:
             if tree_of(p) != tree_of(t):
                 raise self.error(node, "each tangent passed to ad.jvp must have the structure "
                                  "of its primal")
-        callee = self.program.lower(fn, [tree_of(v) for v in primals.items], node, self.src)
-        wrt = list(callee.params)
+        callee = nested.lower(self, spec, [tree_of(v) for v in primals.items], node)
+        hidden = list(nested.hidden_of(spec))     # a closure's captured values: not tangents
+        wrt = list(callee.params)[:len(callee.params) - len(hidden)]
         jvp_fn = forward.jvp_function(self.program, callee, wrt, None, "flat")
         out = self._fresh_like(Tup((callee.out_tree, callee.out_tree)))
-        leaves = _leaves(primals) + _leaves(tangents)
+        leaves = _leaves(primals) + hidden + _leaves(tangents)
         self.body.append(Call([t.name for t in _leaves(out)], jvp_fn, leaves, self.src.loc(node)))
         return out
 
     def method(self, func, node):
         name = rules.METHODS.get(func.attr)
+        if name is None and func.attr in library.METHODS:
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+            return self.call_library(library.METHODS[func.attr],
+                                     [self.expr(func.value)] + args, kwargs, node)
         if name is None:
             raise self.error(node, f"the array method '.{func.attr}()' is not supported; "
                              "call the NumPy function instead")
@@ -837,9 +1092,23 @@ class Lowerer:
                 return self.emit_call(rules.RULES[_BUILTINS[obj]], args, kwargs, node)
         if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
             return self.namedtuple(obj, args, kwargs, node)
+        if getattr(obj, "__s2s_ad_static__", False):
+            return self.call_static(obj, args, kwargs, node)
+        if obj is slice and all(isinstance(a, Const) for a in args) and not kwargs:
+            return Const(slice(*(a.value for a in args)))
+        if obj is len and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
+            return Const(len(args[0].items))
+        if obj is len and len(args) == 1 and isinstance(args[0], Const) and not kwargs and \
+                isinstance(args[0].value, (tuple, list, str)):   # a constant sequence
+            return Const(len(args[0].value))
+        if library.is_helper(obj):       # a plain helper of the library: inlined too
+            return self.call_library(library.helper(obj), args, kwargs, node)
         rule = rules.lookup(obj)
         if rule is not None:
             return self.emit_call(rule, args, kwargs, node)
+        impl = library.lookup(obj)
+        if impl is not None:
+            return self.call_library(impl, args, kwargs, node)
         if is_user_function(obj):
             return self.call_user(obj, args, kwargs, node)
         if obj is getattr(builtins, "range", None):
@@ -875,7 +1144,23 @@ class Lowerer:
         return Record(tuple(values[f] for f in fields), container=pytree.Keyed(cls, fields))
 
     def emit_call(self, rule, args, kwargs, node):
+        if rule.varargs:         # np.einsum(subscripts, *operands): the operands as one tuple
+            k = len(rule.params) - 1
+            args = list(args[:k]) + [Tup(tuple(args[k:]))]
         bound = rules.bind(rule, args, kwargs, lambda msg: self.error(node, msg))
+        if rule.name == "np.ndim" and rank_of(bound[rule.params[0]], self.ranks) is not None:
+            return Const(rank_of(bound[rule.params[0]], self.ranks))
+        if rule.name == "np.ndim" and _is_constant(bound[rule.params[0]]):
+            try:                 # np.ndim of a constant sequence: its nesting depth
+                return Const(int(np.ndim(_python_value(bound[rule.params[0]]))))
+            except (TypeError, ValueError):
+                pass
+        if rule.parts:           # several outputs: one primitive each (unused ones are dropped)
+            parts = rule.parts(bound) if callable(rule.parts) else rule.parts
+            made = [self.emit_call(rules.RULES[p], [], {k: v for k, v in bound.items()
+                                                       if k in rules.RULES[p].params}, node)
+                    for p in (parts if isinstance(parts, tuple) else (parts,))]
+            return Tup(tuple(made)) if isinstance(parts, tuple) else made[0]
         if rule.name in ("np.array", "np.asarray"):
             value = bound.get(rule.operands[0])
             if isinstance(value, Tup):           # a list display: an array of its elements
@@ -905,6 +1190,10 @@ class Lowerer:
         return self.emit(rules.RULES["np.stack"], [rows], {"axis": Const(0)}, node)
 
     def emit(self, rule, operands, params, node=None):
+        if any(isinstance(v, LocalFn) for o in operands for v in _values(o)):
+            raise self.error(node or self.node, f"a function defined here can only be called, "
+                             f"or passed to a function that calls it (not used as a value "
+                             f"in {rule.name})")
         if rule.name == "np.multiply" and len(operands) == 2 and not params and \
                 isinstance(operands[0], Var) and operands[0] == operands[1]:
             # ``a * a`` is np.square(a): its adjoint is one product, g * 2a,
@@ -918,15 +1207,87 @@ class Lowerer:
             return table[key]
         target = self.names.temp()
         loc = self.src.loc(node or self.node)
-        self.body.append(Prim([target], rule, list(operands), params, loc))
+        prim = Prim([target], rule, list(operands), params, loc)
+        self.body.append(prim)
+        self.note_rank(target, prim_rank(prim, self.ranks))
         if rule.name in _VIEWS:
             self.views.add(target)
+            if rule.name == "getitem" and self.view_of is not None:
+                self.view_of[target] = (operands[0], params["index"])
         if key is not None:
             table[key] = Var(target)
         return Var(target)
 
+    def local_callee(self, func):
+        """The local function a call's ``func`` names (or is), or None."""
+        if isinstance(func, gast.Lambda):               # (lambda z: ...)(x)
+            return self.local_function(func)
+        if isinstance(func, gast.Name) and func.id in self.src.locals:
+            value = self.env.get(func.id)
+            if isinstance(value, LocalFn):
+                return value
+        return None
+
+    def call_local(self, fn, node):
+        """A call of a nested ``def`` or ``lambda``, lowered in place.
+
+        Its parameters are bound to the call's values and its free names to
+        the defining function's variables (their values now, or when it was
+        passed to the function calling it), as Python's closures read them.
+        """
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if None in kwargs:
+            raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
+        params = [a.id for a in fn.node.args.args]
+        if len(args) > len(params):
+            raise self.error(node, f"{fn.name}() takes {len(params)} arguments, got {len(args)}")
+        bound = dict(zip(params, args))
+        for k, v in kwargs.items():
+            if k not in params or k in bound:
+                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.name}()")
+            bound[k] = v
+        first_default = len(params) - len(fn.defaults)
+        for i, p in enumerate(params):
+            if p not in bound:
+                if i < first_default:
+                    raise self.error(node, f"{fn.name}() is missing the argument '{p}'")
+                bound[p] = fn.defaults[i - first_default]
+        if fn.node in self.program._active:
+            raise self.error(node, f"recursive call to '{fn.name}' is not supported; "
+                             "write the recursion as a loop")
+        env = fn.env if fn.env is not None else fn.owner.env
+        child = Lowerer.__new__(Lowerer)
+        child.__dict__.update(self.__dict__)     # this function's body, names, tables
+        child.src, child.node = fn.src, fn.node
+        child.env = {k: v for k, v in env.items() if k not in fn.src.own}
+        child.env.update((p, self.passed(bound[p])) for p in params)
+        start = len(self.body)
+        self.program._active.append(fn.node)
+        try:
+            if isinstance(fn.node, gast.Lambda):
+                return child.expr(fn.node.body)
+            for stmt in fn.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+            return child.body.pop().value
+        finally:
+            self.program._active.pop()
+            if any(isinstance(p, Prim) and p.rule.name == "setitem"
+                   for p in walk(self.body[start:])):
+                self.effects += 1         # it wrote into an array (a call for its effect)
+
+    def passed(self, value):
+        """``value`` as passed to another function: a local function carries
+        its defining function's variables as they are now."""
+        if isinstance(value, LocalFn) and value.env is None:
+            return dataclasses.replace(value, env=dict(value.owner.env))
+        return value
+
     def call_user(self, fn, args, kwargs, node, custom=None):
         src_params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        if inspect.ismethod(fn):
+            src_params = src_params[1:]          # self.helper(x): self is a constant
         defaults = fn.__defaults__ or ()
         bound = dict(zip(src_params, args))
         for k, v in kwargs.items():
@@ -941,19 +1302,29 @@ class Lowerer:
                 bound[p] = self.constant(p, defaults[i - first_default], node)
         values = [bound[p] for p in src_params]
         src = self.program.source(fn)
+        if any(isinstance(v, LocalFn) for v in values):
+            # apply(f, x) with f a nested def or lambda: lowered in place, so
+            # that calls of f inside it see f's variables.
+            return self.inline(fn, [self.passed(v) for v in values], node)
         if custom is None and self.loops and _has_loops(src):
             return self.inline(fn, values, node)
         trees = [tree_of(v) for v in values]
         if custom is not None:
             callee = self.program.lower_custom(custom, trees, node, self.src)
         else:
-            callee = self.program.lower(fn, trees, node, self.src)
-            self.refuse_writes(fn, self.program.arg_writes.get(callee.key), node)
-            if _has_branches(callee):
+            callee = self.program.lower(fn, trees, node, self.src,
+                                        [rank_of(leaf, self.ranks) for v in values
+                                         for leaf in _leaves(v)])
+            if self.program.arg_writes.get(callee.key) or _has_branches(callee):
+                # A helper that writes into an array it is passed is lowered
+                # into this function, so the write lands in the caller's array.
                 return self.inline(fn, values, node)
         leaves = [leaf for v in values for leaf in _leaves(v)]
         out = self._fresh_like(callee.out_tree)
-        self.body.append(Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node)))
+        call = Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node))
+        self.body.append(call)
+        for t, r in zip(call.targets, call_ranks(call, self.ranks)):
+            self.note_rank(t, r)
         return out
 
     def inline(self, fn, values, node):
@@ -962,21 +1333,26 @@ class Lowerer:
         Used for a user function that loops, called inside a loop: lowered
         in place, its loops share this function's tape, so the adjoint does
         not allocate a stack per call (a separate fwd/bwd pair would); and
-        for a user function with branches (see ``_has_branches``).
+        for a user function with branches (see ``_has_branches``); and for
+        one that writes into an array it is passed, so that the caller sees
+        the write (and its derivative flows through it).
         """
         if fn in self.program._active:
             raise self.error(node, f"recursive call to '{fn.__name__}' is not supported; "
                              "write the recursion as a loop")
+        values, writebacks = self.view_arguments(fn, values, node)
         src = self.program.source(fn)
         child = Lowerer.__new__(Lowerer)
         child.src, child.program, child.names = src, self.program, self.names
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse = self.cse
         child.views = self.views
+        child.ranks = self.ranks
         child.params, child.written = self.params, self.written
         child.arguments = {leaf.name for v in values for leaf in _leaves(v)
                            if isinstance(leaf, Var)}
         child.arg_writes = {}
+        child.view_of, child.effects = self.view_of, 0
         child.env = dict(zip(src.param_names, values))
         self.program._active.append(fn)
         try:
@@ -985,9 +1361,69 @@ class Lowerer:
                 child.stmt(stmt)
         finally:
             self.program._active.pop()
-        self.refuse_writes(fn, child.arg_writes, node)
         ret = child.body.pop()
+        for name in child.arg_writes:           # the caller's arrays it wrote into
+            self.note_write(Var(name), node)
+        for array, index, copy in writebacks:
+            self.emit_setitem(array, index, copy)
+        if child.arg_writes:
+            self.effects += 1
         return ret.value
+
+    def call_library(self, impl, args, kwargs, node):
+        """A call of a NumPy/SciPy function written in :mod:`s2s_ad.library`:
+        its implementation is lowered in place with the call's arguments bound
+        (constant options select their branches); what goes wrong inside is
+        reported at the user's call, naming the NumPy function."""
+        name = getattr(self.src, "library_name", impl.name)
+        if "out" in kwargs:
+            raise self.error(node, f"{name}(..., out=...) writes into an array, which is not "
+                             f"differentiated; assign the result instead (y = {name}(...))")
+        try:
+            bound = impl.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"{impl.name}(): {exc} (supported parameters: "
+                             f"{', '.join(impl.signature.parameters)})") from None
+        values = []
+        for p, param in impl.signature.parameters.items():
+            values.append(bound.arguments[p] if p in bound.arguments
+                          else self.constant(p, param.default, node))
+        src = _InlinedSource(self.program.source(impl.fn), self.src, node, name)
+        if self.program._active.count(impl.fn) > 32:    # constant options end a recursion
+            raise self.error(node, f"{impl.name} calls itself too deeply")
+        child = Lowerer.__new__(Lowerer)
+        child.src, child.program, child.names = src, self.program, self.names
+        child.consts, child.body, child.loops = self.consts, self.body, self.loops
+        child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
+        child.params, child.written = self.params, self.written
+        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
+                           if isinstance(leaf, Var)}
+        child.arg_writes = {}
+        child.env = dict(zip(src.param_names, values))
+        self.program._active.append(impl.fn)
+        try:
+            for stmt in src.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+        finally:
+            self.program._active.pop()
+        return child.body.pop().value
+
+    def note_rank(self, name, rank):
+        """Record ``name``'s rank; a name given two ranks has none."""
+        if name in self.ranks and self.ranks[name] != rank:
+            rank = None
+        self.ranks[name] = rank
+
+    def call_static(self, fn, args, kwargs, node):
+        """A library helper run while lowering, on constant arguments."""
+        try:
+            values = [_python_value(a) for a in args]
+            named = {k: _python_value(v) for k, v in kwargs.items()}
+            return _atom(fn(*values, **named))
+        except (TypeError, ValueError) as exc:
+            what = getattr(self.src, "library_name", fn.__name__)
+            raise self.error(node, f"{what}: {exc}") from None
 
     def _fresh_like_temp(self, value):
         if isinstance(value, Tup):
@@ -999,6 +1435,92 @@ class Lowerer:
         if isinstance(tree, Tup):
             return dataclasses.replace(tree, items=tuple(self._fresh_like(t) for t in tree.items))
         return Var(self.names.temp())
+
+
+class _InlinedSource:
+    """A library implementation's source, seen from the user's call: every
+    statement it lowers is located at the call, and its errors name the
+    NumPy function (``library_name``) rather than the library's file."""
+
+    def __init__(self, src, caller, call_node, name):
+        self._src = src
+        self._caller = caller
+        self._call = call_node
+        self.library_name = name
+
+    def __getattr__(self, attr):
+        return getattr(self._src, attr)
+
+    def loc(self, node):
+        return self._caller.loc(self._call)
+
+    def error(self, node, msg):
+        if isinstance(msg, str) and not msg.startswith(self.library_name):
+            msg = f"{self.library_name}(): {msg}"
+        loc = self.loc(node)
+        return UnsupportedSyntaxError(msg, loc.filename, loc.lineno, loc.col, loc.text)
+
+
+class _NotConstant(TypeError):
+    pass
+
+
+def _python_value(atom):
+    """The Python value of a constant atom (tuples of constants too)."""
+    if isinstance(atom, Const):
+        return atom.value
+    if isinstance(atom, Tup):
+        return tuple(_python_value(v) for v in atom.items)
+    if isinstance(atom, Slice):
+        return slice(*(None if b is None else _python_value(b)
+                       for b in (atom.lo, atom.hi, atom.step)))
+    raise _NotConstant("this argument must be a constant (written in the code, not computed "
+                       "from array values)")
+
+
+def _atom(value):
+    """A Python value computed while lowering, as an atom (index tuples
+    holding slices become :class:`Tup` of :class:`Slice`)."""
+    if isinstance(value, tuple) and not all(isinstance(v, numbers.Number) for v in value):
+        return Tup(tuple(_atom(v) for v in value))
+    if isinstance(value, slice):
+        if (value.start, value.stop, value.step) == (None, None, None):
+            return Const(slice(None))
+        return Slice(*(None if b is None else Const(b)
+                       for b in (value.start, value.stop, value.step)))
+    return Const(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_constant(atom):
+    try:
+        _python_value(atom)
+    except _NotConstant:
+        return False
+    return True
+
+
+def _fold_subscript(value, index):
+    """A constant-indexed item or slice of a tuple (a Tup or a constant tuple)."""
+    if isinstance(value, Const) and isinstance(value.value, tuple) and \
+            isinstance(index, (int, slice)) and not isinstance(index, bool):
+        return Const(value.value[index])
+    if isinstance(value, Tup) and isinstance(index, slice):
+        return dataclasses.replace(value, items=value.items[index])
+    return None
+
+
+def _fold_compare(op, a, b):
+    """``a op b`` of constants, folded (``v is None`` of an array value is
+    False); None when the comparison happens at run time."""
+    if type(op) not in _COMPARE:
+        return None
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(bool(_COMPARE[type(op)](a.value, b.value)))
+    if isinstance(op, (gast.Is, gast.IsNot)) and (
+            isinstance(a, Const) and a.value is None and isinstance(b, (Var, Tup))
+            or isinstance(b, Const) and b.value is None and isinstance(a, (Var, Tup))):
+        return Const(isinstance(op, gast.IsNot))       # an array value is never None
+    return None
 
 
 def _replace(value, old, new):
@@ -1056,6 +1578,21 @@ def _stored_names(stmts):
 
 
 def _leaves(value):
+    """The run-time values of a lowered value (a local function has none)."""
+    if isinstance(value, Tup):
+        return [v for v in value.leaves() if not isinstance(v, LocalFn)]
+    return [] if isinstance(value, LocalFn) else [value]
+
+
+def _records(value):
+    """The dicts and NamedTuples held inside a lowered value (not itself)."""
+    if not isinstance(value, Tup):
+        return []
+    return [r for v in value.items for r in ([v] if isinstance(v, Record) else []) + _records(v)]
+
+
+def _values(value):
+    """Every item of a lowered value, local functions included."""
     return list(value.leaves()) if isinstance(value, Tup) else [value]
 
 

@@ -7,14 +7,15 @@ function is then cached per structure, so later calls cost only a dispatch.
 import functools
 import inspect
 import operator
+import os
 import threading
 import time
 
 import numpy as np
 
-from . import custom, pipeline, pytree, scalarize
+from . import custom, pipeline, pytree, scalarize, tiers
 from .backends import TARGETS
-from .parse import FunctionSource
+from .parse import FunctionSource, closure_cells, read_closure
 
 
 class Transformed:
@@ -40,6 +41,10 @@ class Transformed:
             self._nargs += 1          # the cotangent
         self._fast = {}           # argument signature -> lean call (see __call__)
         self._dtypes = {}         # float32 calls: NumPy's dtype of each result leaf
+        # A lambda or nested def closing over values: see _with_hidden.
+        self._cells = () if custom.rule_of(fun) is not None else closure_cells(fun)
+        self._static, self._caches, self._hidden_count = None, {}, 0
+        self._own = _arg_count(fun) if self._cells else None
         functools.update_wrapper(self, fun, updated=())
         if kind == "primal":
             self.__s2s_ad_function__ = fun
@@ -76,6 +81,36 @@ class Transformed:
             t = _DERIVED[key] = Transformed(self.fun, kind, **settings)
         return t
 
+    def _with_hidden(self, args):
+        """``args`` with the closed-over arrays and floats of a lambda or nested
+        def inserted after the function's own arguments: the compiled code
+        takes them as hidden parameters, read at each call, so a closed-over
+        array that changes between calls is seen (without building again).
+
+        Closed-over values built in as constants (ints, functions, ...) key
+        the builds: a change to one selects, or starts, another build.
+        """
+        if not self._cells:
+            return args
+        _, hidden, key = read_closure(self._cells)
+        if key != self._static:
+            self._static, self._hidden_count = key, len(hidden)
+            self._built, self._fast, self._dtypes = self._caches.setdefault(key, ({}, {}, {}))
+        n = self._own
+        return tuple(args[:n]) + tuple(hidden) + tuple(args[n:])
+
+    def _layers(self, trees):
+        """The layers, with a batching layer's leaf positions past the hidden
+        arguments (see _with_hidden) where they count leaves after them."""
+        if not self._hidden_count:
+            return self.layers
+        n = _arg_count(self.fun)
+        own = sum(_leaf_count(t) for t in trees[:n])
+        hidden = sum(_leaf_count(t) for t in trees[n:n + self._hidden_count])
+        return tuple((argnums, tuple(p + hidden if p >= own else p for p in output))
+                     if argnums == "vmap" else (argnums, output)
+                     for argnums, output in self.layers)
+
     def state(self, trees, ranks=(), lengths=()):
         """The built pipeline for one argument structure (leaf ranks, small lengths)."""
         st = self._built.get((trees, ranks, lengths))
@@ -83,18 +118,24 @@ class Transformed:
             with _BUILDING:
                 st = self._built.get((trees, ranks, lengths))
                 if st is None:
-                    req = pipeline.Request(self.fun, self.kind, trees[:_arg_count(self.fun)],
+                    n = _arg_count(self.fun) + self._hidden_count
+                    req = pipeline.Request(self.fun, self.kind, trees[:n],
                                            self.argnums, self.has_aux, self.target,
-                                           self.options, ranks, self.layers, lengths,
+                                           self.options, ranks, self._layers(trees), lengths,
                                            self.width)
                     st = pipeline.build(req)
                     st.function = getattr(st.compiled, st.entry)
+                    if self.target == "cpu" and self.options.get("compile") == "tiered":
+                        st.tier = tiers.Tier(st.alternative is not None and
+                                             self.kind not in _COTANGENT_KINDS,
+                                             tiers.scalar_loop(st))
                     self._built[trees, ranks, lengths] = st
         self._last = st
         return st
 
     def entry(self, args):
         """(compiled function, its leaf arguments, each argument's treedef)."""
+        args = self._with_hidden(args)
         for a in args:
             if isinstance(a, (tuple, list, dict)):
                 flat = [pytree.flatten(a) for a in args]
@@ -110,7 +151,11 @@ class Transformed:
         st = self._built.get((trees, ranks, lengths))
         if st is None:
             st = self.state(trees, ranks, lengths)
-        if st.alternative is not None and not st.execution and self.kind not in _COTANGENT_KINDS:
+        if st.tier is not None and not st.tier.started and \
+                len(leaves) == st.function.py_func.__code__.co_argcount:
+            st.tier.first_call(st, leaves)        # compiled, or NumPy while compiling
+        if st.alternative is not None and not st.execution and \
+                self.kind not in _COTANGENT_KINDS and (st.tier is None or st.tier.thread is None):
             _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs
@@ -122,9 +167,10 @@ class Transformed:
             if len(args) != _arg_count(self.fun):
                 args = _check_arity(self.fun, args)
             args = args + tuple(_unit_like(args[i], self) for i in self.units)
-        run = self._fast.get(tuple(map(_signature, args)))
+        full = self._with_hidden(args) if self._cells else args
+        run = self._fast.get(tuple(map(_signature, full)))
         if run is not None:
-            return run(args)
+            return run(full)
         result = self._call(args)
         self._remember_fast_path(args)
         return result
@@ -135,19 +181,24 @@ class Transformed:
         The key holds each argument's type, rank and dtype kind, so a call
         that could need a check (an integer array, a pytree) never matches.
         """
-        key = fast_key(args, self.argnums)
+        key = fast_key(self._with_hidden(args), self.argnums)
         st = self._last
         if key is None or st is None or (self.kind != "primal" and not st.checked) or (
                 self._nargs is not None and len(args) != self._nargs):
             return
-        f, single, aux, kind = st.function, self.single, self.has_aux, self.kind
+        # st.function is read at each call: tiered execution switches it to
+        # compiled code when that is ready.
+        single, aux, kind = self.single, self.has_aux, self.kind
         if kind == "primal":
             if _output_lists(st.out_tree, self.layers, self.width) is None:
-                self._fast[key] = lambda args: f(*args)
+                self._fast[key] = lambda args: st.function(*args)
             return
 
+        shape_out = self._output_containers()
+
         def run(args):
-            out, grads = f(*args)
+            out, grads = st.function(*args)
+            out = shape_out(out)
             grads = grads[0] if single else grads
             if kind == "value_and_grad":
                 return out, grads
@@ -177,8 +228,11 @@ class Transformed:
         if not self._last.checked and self.kind not in _COTANGENT_KINDS:
             self._check_scalar(args)
 
+        shape_out = self._output_containers()
+
         def post(raw, batched=False):
             out, grads = raw
+            out = shape_out(out)
             grads = tuple(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i])
                           for g, i in zip(grads, self.argnums))
             if not batched:
@@ -189,17 +243,30 @@ class Transformed:
             return (grads, out) if self.has_aux else grads
         return entry, leaves, post
 
+    def _output_containers(self):
+        """A function giving the value (or aux) returned beside the gradient its
+        dicts, NamedTuples and lists (generated code returns tuples)."""
+        lists = _output_lists(self._last.out_tree, (), 1) if not self.layers else None
+        if lists is None:
+            return lambda out: out
+        if self.kind == "grad":
+            if not (self.has_aux and len(lists.items) == 2):
+                return lambda out: out
+            lists = lists.items[1]                  # grad returns (grads, aux)
+        return lambda out: _with_lists(out, lists)
+
     def compiled_call(self, args):
         """Like :meth:`_prepare`, with the Numba entry point (for compiled callers)."""
         if self.units:
             args = list(args) + [_unit_like(args[i], self) for i in self.units]
         if self._nargs is not None and len(args) != self._nargs:
             args = _check_arity(self.fun, tuple(args))
-        if self.kind == "primal":
-            _, leaves, _ = self.entry(tuple(args))
-            post = lambda raw, batched=False: raw      # noqa: E731
-        else:
-            _, leaves, post = self._prepare(tuple(args))
+        with tiers.eager():        # the caller calls the Numba entry point itself
+            if self.kind == "primal":
+                _, leaves, _ = self.entry(tuple(args))
+                post = lambda raw, batched=False: raw      # noqa: E731
+            else:
+                _, leaves, post = self._prepare(tuple(args))
         st = self._last
         return getattr(st.compiled, st.entry), leaves, post
 
@@ -342,6 +409,13 @@ def _with_lists(value, tree):
     return list(items) if tree.is_list else tuple(items)
 
 
+def _leaf_count(tree):
+    """The number of leaves of a structure (see pytree.structure)."""
+    if tree is None:
+        return 1
+    return sum(_leaf_count(t) for t in tree)
+
+
 def _type_key(x):
     """What compiled code is specialised on: type, dtype, rank, and the
     length of a small 1-D array (see scalarize)."""
@@ -385,7 +459,8 @@ def _choose_execution(st, leaves, rounds=7):
     first call with a new argument structure times both on its arguments,
     interleaved so that machine noise hits both alike, and keeps the best.
     """
-    candidates = {"numba": st.function, "numpy": getattr(st.alternative, st.entry)}
+    candidates = {"numba": getattr(st.compiled, st.entry),
+                  "numpy": getattr(st.alternative, st.entry)}
     for fn in candidates.values():
         fn(*leaves)                                   # compiles, warms caches
     best = dict.fromkeys(candidates, float("inf"))
@@ -596,7 +671,10 @@ def vjp(fun, *primals, has_aux=False):
             if np.shape(c) != np.shape(v):
                 raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
                                  f"leaf has shape {np.shape(v)}")
-        if st.alternative is not None and not st.execution:
+        if st.tier is not None and not st.tier.started:
+            st.tier.first_call(st, [*leaves, *ct_leaves])
+        if st.alternative is not None and not st.execution and (
+                st.tier is None or st.tier.thread is None):
             _choose_execution(st, [*leaves, *ct_leaves])
         _, grads = st.function(*leaves, *ct_leaves)
         by_arg = dict(zip(argnums, grads))
@@ -636,13 +714,32 @@ def _tree_text(treedef):
     return f"[{inner}]" if kind is list else f"({inner})"
 
 
-def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False):
-    """``fun`` compiled with Numba; a transform of a jitted function is compiled too."""
+def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
+        compile=None):
+    """``fun`` compiled with Numba; a transform of a jitted function is compiled too.
+
+    ``compile="tiered"``: a call whose compiled code is not ready runs the
+    generated module on NumPy while Numba compiles it in the background
+    (see :mod:`s2s_ad.tiers`); ``"eager"``: the first call compiles.
+    ``None``: ``$S2S_AD_COMPILE``, by default ``"eager"``.
+    """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel)}
+    if compile is None:
+        compile = os.environ.get("S2S_AD_COMPILE") or "eager"
+        if compile not in tiers.MODES:
+            raise ValueError(f"S2S_AD_COMPILE must be one of {tiers.MODES}, got {compile!r}")
+    if compile not in tiers.MODES:
+        raise ValueError(f"compile must be one of {tiers.MODES}, got {compile!r}")
+    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel),
+               "compile": compile}
     if fun is None:
-        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath)
+        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath,
+                             compile=compile)
+    if target == "cuda" and type(fun).__name__ != "Batched":
+        raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
+                         "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
+                         "target='cpu' for this function")
     if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
         return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
@@ -662,8 +759,13 @@ def source(fun, *example_args):
         return fun.generated_source(*example_args)
     if not isinstance(fun, Transformed):
         fun = Transformed(_plain(fun)[0], "primal")
+    if not example_args and fun._last is None and fun._cells:
+        n = _arg_count(fun.fun) or 0                 # one array each, and the hidden ones
+        hidden = fun._with_hidden((None,) * n)[n:]
+        trees = (None,) * n + tuple(pytree.structure(pytree.flatten(h)[1]) for h in hidden)
+        return _with_execution(fun.state(trees))
     if example_args:
-        flat = [pytree.flatten(a) for a in example_args]
+        flat = [pytree.flatten(a) for a in fun._with_hidden(example_args)]
         trees = tuple(pytree.structure(t) for _, t in flat)
         leaves = [leaf for ls, _ in flat for leaf in ls]
         ranks = tuple(pytree.rank(leaf) for leaf in leaves)
@@ -676,10 +778,21 @@ def source(fun, *example_args):
 
 
 def _with_execution(st):
-    """The source, with the measured choice of execution when one was made."""
+    """The source, with the measured choice of execution when one was made
+    (and, under tiered execution, how the first call ran)."""
+    if st.tier is not None and st.tier.note:
+        st = _copy_with_source(st, f"# First call (tiered execution): {st.tier.note}.\n"
+                               + st.source)
     if not st.execution:
         return st.source
     t = {k: f"{v * 1e6:.0f} us" for k, v in st.timings.items()}
     note = (f"# Execution: {'plain NumPy' if st.execution == 'numpy' else 'numba.njit'} "
             f"(measured on the first call: numba.njit {t['numba']}, NumPy {t['numpy']}).\n")
     return note + st.source
+
+
+def _copy_with_source(st, text):
+    import copy
+    st = copy.copy(st)
+    st.source = text
+    return st

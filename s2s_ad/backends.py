@@ -33,9 +33,8 @@ def cache_dir():
     """
     if _STATE["memory"]:
         return None
-    root = Path(os.environ.get("S2S_AD_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "s2s_ad"))
-    path = root / "generated"
+    path = cache_path()
+    root = path.parent
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.mkdir(mode=0o700, exist_ok=True)
@@ -48,6 +47,13 @@ def cache_dir():
         _in_memory(path, error)
         return None
     return path
+
+
+def cache_path():
+    """Where :func:`cache_dir` keeps generated modules (nothing is created)."""
+    root = Path(os.environ.get("S2S_AD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "s2s_ad"))
+    return root / "generated"
 
 
 def on_disk():
@@ -72,9 +78,28 @@ def _in_memory(path, error):
 
 
 def module_name(source, consts, stem):
-    """``stem`` and the hash of the module's text and constants."""
-    digest = hashlib.sha256((source + _fingerprint(consts)).encode()).hexdigest()[:20]
+    """``stem`` and the hash of the module's text and constants, and of the runtime
+    it is compiled against."""
+    digest = hashlib.sha256((source + _fingerprint(consts) + _runtime_fingerprint())
+                            .encode()).hexdigest()[:20]
     return f"{stem}_{digest}"
+
+
+_RUNTIME = {}
+
+
+def _runtime_fingerprint():
+    """The hash of the runtime's source files: Numba's disk cache checks only the
+    generated module's own file, so compiled code that inlined an older runtime
+    helper must not be found under the same name (once per process)."""
+    if "digest" not in _RUNTIME:
+        from . import runtime
+        h = hashlib.sha256()
+        for path in sorted(Path(runtime.__file__).parent.glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+        _RUNTIME["digest"] = h.hexdigest()
+    return _RUNTIME["digest"]
 
 
 def _fingerprint(consts):
@@ -180,10 +205,23 @@ def load(source, consts, functions, stem, target="python", options=None, superwo
             dispatcher = _explained(numba.njit(**njit_options)(getattr(module, name)), source,
                                     module.__file__)
             setattr(module, name, _superword(dispatcher) if superword else dispatcher)
-    elif target == "cuda":
-        raise ValueError("target='cuda' compiles batched functions (ad.vmap); "
-                         "use target='cpu' for this function")
+    # target "cuda": the module stays plain Python here (it runs one example
+    # on the host to learn the result's layout); s2s_ad.cuda compiles its
+    # device version and the kernel around it.
     return module
+
+
+def in_disk_cache(dispatcher, sig):
+    """Whether Numba's disk cache holds ``dispatcher`` compiled for ``sig``
+    (argument types), read from its index without loading the code."""
+    cache = getattr(dispatcher, "_cache", None)
+    try:
+        if not getattr(cache, "_enabled", False):
+            return False
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:        # noqa: BLE001  (Numba's internals moved: compile as usual)
+        return False
 
 
 _FAILED = threading.local()     # the error a nested compile already explained

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 
-from . import backends, pytree
+from . import backends, fastcall, pytree
 from .api import _type_key
 from .ir import Var
 
@@ -39,12 +39,13 @@ def vmap(fun, in_axes=0, out_axes=0, *, method=None):
 def _check_axes_spec(spec, what):
     if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
         return
-    if isinstance(spec, (tuple, list)):
-        for s in spec:
+    if isinstance(spec, (tuple, list)) or isinstance(spec, dict) and all(
+            isinstance(k, str) for k in spec):
+        for s in (spec.values() if isinstance(spec, dict) else spec):
             _check_axes_spec(s, what)
         return
-    raise TypeError(f"{what} must be an int, None, or a tuple of those (nested for pytree "
-                    f"arguments), got {spec!r}")
+    raise TypeError(f"{what} must be an int, None, or a tuple or dict (string keys) of those "
+                    f"(nested for pytree arguments), got {spec!r}")
 
 
 class Batched:
@@ -61,6 +62,7 @@ class Batched:
         self._vector = None
         self._per_example = None  # the transform the compiled loop calls (see _compiled)
         self._function = None     # see as_function
+        self._plans = {}          # argument shapes and dtypes -> fastcall.LoopPlan
         self.source = None
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
@@ -69,14 +71,24 @@ class Batched:
     def __repr__(self):
         return f"<s2s_ad vmap of {self.fun!r}, in_axes={self.in_axes}>"
 
+    def __reduce__(self):
+        # Pickled (for a Dask worker) as the transforms that build it, not as
+        # compiled code; see dask_support.
+        from .dask_support import reduce_batched
+        return reduce_batched(self)
+
     @property
     def target(self):
         return getattr(self.fun, "target", "python")
 
     def with_target(self, target, options):
         from .api import jit
+        if target == "cuda":               # one CUDA thread per example
+            from .cuda import CudaBatched
+            return CudaBatched(self, options)
         inner = jit(self.fun, target=target, cache=options.get("cache", True),
-                    fastmath=options.get("fastmath", False))
+                    fastmath=options.get("fastmath", False),
+                    compile=options.get("compile"))
         parallel = options.get("parallel_request")
         return Batched(inner, self.in_axes, self.out_axes, self.method, parallel)
 
@@ -145,8 +157,9 @@ class Batched:
                             f"out_axes={self.out_axes!r}; move the axes with np.moveaxis "
                             f"around the call instead")
         params = list(inspect.signature(fun).parameters)
-        inner = "fun" if fun.__name__ in params + ["vmap"] else fun.__name__
-        name = f"vmap_{fun.__name__}"
+        own = fun.__name__ if fun.__name__.isidentifier() else "lambda_"
+        inner = "fun" if own in params + ["vmap"] else own
+        name = f"vmap_{own}"
         text = (f"def {name}({', '.join(params)}):\n"
                 f"    return vmap({inner}, in_axes={self.in_axes!r}, out_axes=0)"
                 f"({', '.join(params)})\n")
@@ -159,7 +172,18 @@ class Batched:
 
     # -- calls ----------------------------------------------------------------
     def __call__(self, *args):
+        if self._plans:                    # a compiled loop seen before: see fastcall
+            plan = self._plans.get(fastcall.plan_key(args))
+            if plan is not None:
+                result = plan(args)
+                if result is not None:
+                    # What ad.source shows: the code this call ran.
+                    self.source, self._per_example._last = plan.source, plan.state
+                    return result
         leaves, treedefs, axes, size = self._batch(args)
+        if any(type(x).__module__.startswith("dask.") for x in leaves):
+            from .dask_support import batched_call  # lazily: dask only when it is used
+            return batched_call(self, leaves, treedefs, axes, size)
         moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
                  for x, a in zip(leaves, axes)]
         result = None
@@ -380,6 +404,13 @@ class Batched:
             t = t.derived(options={**t.options, "element_grads": True})
         self._per_example = t
         entry, leaves0, post = _compiled_entry(t, _unflatten_args(sample, treedefs))
+        if getattr(t, "_cells", ()):
+            # A lambda's closed-over values, after its own arguments (see
+            # Transformed._with_hidden): the same for every example.
+            own = sum(_count(tree) for tree in treedefs[:t._own])
+            count = sum(len(pytree.flatten(h)[0]) for h in t._with_hidden(()))
+            moved = list(moved[:own]) + list(leaves0[own:own + count]) + list(moved[own:])
+            axes = tuple(axes[:own]) + (None,) * count + tuple(axes[own:])
         raw = entry(*leaves0)
         elements = _element_paths(t)
         raw_leaves, raw_paths = _raw_leaves(raw, elements=elements)
@@ -405,7 +436,38 @@ class Batched:
                              f"example must give outputs of one shape")
         batched = [o.reshape((size,) + np.shape(v)) for o, v in zip(outs, raw_leaves)]
         result = post(_rebuild_raw(raw, iter(batched), elements=elements), batched=True)
+        if all(tree is None for tree in treedefs) and not getattr(t, "_cells", ()):
+            self._remember_loop(args, axes, loop, parallel, raw, elements, post,
+                                [(np.shape(v), o.shape[1], o.dtype)
+                                 for o, v in zip(outs, raw_leaves)], batched, result)
         return [np.asarray(x) for x in pytree.flatten(result)[0]], pytree.flatten(result)[1]
+
+    def _remember_loop(self, args, axes, loop, parallel, raw, elements, post, outputs,
+                       batched, result):
+        """Keep what this call learnt for later calls with plain arrays of the
+        same shapes and dtypes (see :mod:`s2s_ad.fastcall`)."""
+        if len(args) != len(axes) or not all(
+                type(x) is np.ndarray or (type(x) in (float, int) and a is None)
+                for x, a in zip(args, axes)):
+            return
+        key = fastcall.plan_key(args)
+        plan = self._plans.get(key)
+        if plan is not None:
+            plan.loops[parallel], plan.sources[parallel] = loop.function, loop.source
+            return
+        if len(self._plans) >= fastcall.MAX_PLANS:
+            self._plans.clear()
+
+        def finish(outs, size):
+            result = post(_rebuild_raw(raw, iter(outs), elements=elements), batched=True)
+            leaves, tree = pytree.flatten(result)
+            return self._place([np.asarray(x) for x in leaves], tree, size)
+        if type(self.out_axes) is int and self.out_axes == 0:
+            finish = fastcall.selector(batched, result) or finish
+        plan = self._plans[key] = fastcall.LoopPlan(fastcall.loop_inputs, tuple(axes),
+                                                    self._parallel, loop.function, parallel,
+                                                    outputs, finish)
+        plan.sources[parallel], plan.state = loop.source, self._per_example._last
 
     def _parallel(self, size):
         if self.parallel is not None:
@@ -427,6 +489,10 @@ class Batched:
         axes = _broadcast_axes(spec, out_tree, None)
         placed = []
         for k, (x, a) in enumerate(zip(outs, axes)):
+            if x is None or (isinstance(x, np.ndarray) and x.dtype == object
+                             and all(v is None for v in x.flat)):
+                placed.append(None)       # a None output stays None, as in JAX
+                continue
             if a is None:
                 first = np.take(x, 0, axis=lead)
                 if not all(np.array_equal(first, np.take(x, b, axis=lead))
@@ -454,11 +520,21 @@ def _leaf_text(tree, j):
 def _broadcast_axes(spec, tree, argnum):
     """One axis per leaf of ``tree`` from an in_axes/out_axes entry."""
     if tree is None:
-        if isinstance(spec, (tuple, list)):
+        if isinstance(spec, (tuple, list, dict)):
             where = f"argument {argnum}" if argnum is not None else "the output"
-            raise ValueError(f"vmap axes {spec!r} are a tuple but {where} is a single value")
+            raise ValueError(f"vmap axes {spec!r} are a {type(spec).__name__} but {where} is "
+                             f"a single value")
         return [spec]
     kind, children = tree
+    if isinstance(spec, dict):            # a dict prefix, as in JAX: one entry per key
+        keys = getattr(kind, "keys", None)
+        if getattr(kind, "cls", None) is not dict or set(spec) != set(keys):
+            where = f"argument {argnum}" if argnum is not None else "the output"
+            what = (f"a dict with keys {sorted(keys)!r}" if getattr(kind, "cls", None) is dict
+                    else f"a {kind.__name__}")
+            raise ValueError(f"vmap axes {spec!r} do not match the structure of {where}, "
+                             f"{what}")
+        return [a for k, c in zip(keys, children) for a in _broadcast_axes(spec[k], c, argnum)]
     if isinstance(spec, (tuple, list)):
         if len(spec) != len(children):
             where = f"argument {argnum}" if argnum is not None else "the output"
@@ -494,6 +570,8 @@ def _float_dtype(leaves):
 
 
 def _negative(axes):
+    if isinstance(axes, dict):
+        return any(_negative(a) for a in axes.values())
     if isinstance(axes, (tuple, list)):
         return any(_negative(a) for a in axes)
     return axes is not None and axes < 0
@@ -503,7 +581,8 @@ def _plain_function(fun):
     import types
 
     from .custom import rule_of
-    return isinstance(fun, types.FunctionType) or rule_of(fun) is not None
+    return isinstance(fun, types.FunctionType) or rule_of(fun) is not None or (
+        inspect.ismethod(fun) and isinstance(fun.__func__, types.FunctionType))
 
 
 def _has_loops(t):

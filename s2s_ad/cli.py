@@ -2,7 +2,9 @@
 
 ``s2s-ad show FILE.py:FUNC`` imports ``FILE.py`` (its folder first on
 ``sys.path``, as ``python FILE.py`` has it), transforms ``FUNC`` and prints the
-generated source, the same text as ``ad.source``.  Every failure -- a bad
+generated source, the same text as ``ad.source``.  ``s2s-ad compile`` fills
+the disk cache ahead of time (``ad.precompile``) and ``s2s-ad cache info|clear``
+shows or empties it (see s2s_ad.diskcache).  Every failure -- a bad
 path, a module that fails to import, source the compiler rejects -- is one
 message on stderr and exit status 1; ``--debug`` adds the Python traceback.
 Usage errors exit 2, as argparse does.
@@ -11,9 +13,12 @@ import argparse
 import contextlib
 import importlib.util
 import inspect
+import re
 import sys
 import traceback
 from pathlib import Path
+
+import numpy as np
 
 import s2s_ad as ad
 from s2s_ad import bench
@@ -34,6 +39,8 @@ examples:
   s2s-ad show model.py:loss                    gradient w.r.t. the first argument
   s2s-ad show model.py:loss --argnums 0,2      gradients w.r.t. arguments 0 and 2
   s2s-ad show model.py:loss --target cpu       the source Numba compiles
+  s2s-ad show td.py:td_loss --target cuda --in-axes None,0,0,0 \
+      --args float64[3] float64[3] float64 float64[3]     the CUDA kernel, per example
   python -m s2s_ad show model.py:step --mode vjp
 
 exit status: 0 on success, 1 when FILE or FUNC cannot be loaded or the
@@ -86,9 +93,77 @@ def build_parser():
                       help="the backend the source is generated for (default: python, or the "
                       "target of FUNC when it is already wrapped in ad.jit); cpu compiles "
                       "with numba.njit, cuda with numba.cuda (batched functions only)")
+    show.add_argument("--args", nargs="+", metavar="TYPE",
+                      help="--target cuda: the type of each argument of one example, "
+                      "DTYPE[SHAPE] or DTYPE (the kernel is generated for that layout); "
+                      "--in-axes then gives the batch axis of each (default: 0), for any mode")
     show.add_argument("--debug", action="store_true",
                       help="on failure, print the full Python traceback too")
+    _add_compile_parser(commands)
+    _add_cache_parser(commands)
     return parser
+
+
+_COMPILE_HELP = """\
+Compile FUNC under a transform for the given argument types and keep the
+machine code in the disk cache (see `s2s-ad cache info`), so that a later
+process calling ad.jit(<transform>(FUNC)) with arguments of those types
+loads it instead of compiling: run it when building a deployment or CI
+image.  FILE.py is imported as `show` imports it; FUNC runs once on example
+values of the given types (floats in [0.5, 1.5), integers 1 or 0).
+"""
+
+_COMPILE_EPILOG = """\
+argument types (--args, one per positional argument, quoted for the shell):
+  float64[100]      a 1-D float64 array of 100 elements
+  float32[8,3]      a 2-D float32 array
+  float64 / int64   a scalar (Python float / int)
+Compiled code depends on each argument's dtype and rank, and on the length
+of 1-D arrays of up to 16 elements; other sizes are only examples.
+For --mode vjp the cotangent follows the arguments, for jvp the tangents.
+
+examples:
+  s2s-ad compile model.py:loss --mode grad --args 'float64[1000]' 'float64[1000,10]'
+  s2s-ad compile model.py:loss --mode vmap --in-axes 0,None --args 'float64[64,3]' 'float64[3]'
+"""
+
+
+def _add_compile_parser(commands):
+    comp = commands.add_parser(
+        "compile", help="compile a transformed function into the disk cache ahead of time",
+        description=_COMPILE_HELP, epilog=_COMPILE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    comp.add_argument("spec", metavar="FILE.py:FUNC",
+                      help="the Python file and the name of a function defined or imported in it")
+    comp.add_argument("--mode", choices=("jit",) + MODES, default="grad",
+                      help="the transform (default: grad); jit compiles FUNC itself")
+    comp.add_argument("--args", nargs="+", required=True, metavar="TYPE",
+                      help="the type of each positional argument: DTYPE[SHAPE] or DTYPE")
+    comp.add_argument("--argnums", metavar="N[,N...]",
+                      help="positions of the arguments to differentiate (default: 0)")
+    comp.add_argument("--in-axes", metavar="AXES", dest="in_axes",
+                      help="vmap only: the batch axis of each argument, e.g. 0,None")
+    comp.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
+                      help="the compiled backend (default: cpu)")
+    comp.add_argument("--fastmath", action="store_true",
+                      help="as ad.jit(..., fastmath=True): compile code for that setting")
+    comp.add_argument("--parallel", action="store_true",
+                      help="as ad.jit(..., parallel=True): compile code for that setting")
+    comp.add_argument("--debug", action="store_true",
+                      help="on failure, print the full Python traceback too")
+
+
+def _add_cache_parser(commands):
+    cache = commands.add_parser(
+        "cache", help="show or clear the disk cache of generated and compiled code",
+        description="The disk cache holds generated modules and the machine code Numba "
+        "compiled from them ($S2S_AD_CACHE_DIR/generated, by default "
+        "~/.cache/s2s_ad/generated).  `info` shows where it is and what it holds; "
+        "`clear` removes its files (processes running now keep what they loaded; "
+        "the next call of a removed function compiles it again).")
+    cache.add_argument("action", choices=("info", "clear"))
+    cache.add_argument("--debug", action="store_true",
+                       help="on failure, print the full Python traceback too")
 
 
 def main(argv=None):
@@ -97,8 +172,9 @@ def main(argv=None):
     if status is not None:
         return status
     args = build_parser().parse_args(argv)
+    command = {"show": show, "compile": compile_command, "cache": cache_command}[args.command]
     try:
-        text = show(args)
+        text = command(args)
     except Exception as exc:  # noqa: BLE001  (every failure becomes one message)
         if args.debug:
             traceback.print_exception(exc)
@@ -113,6 +189,11 @@ def main(argv=None):
 def show(args):
     """The generated source for the ``show`` command's arguments."""
     path, name = split_spec(args.spec)
+    if args.target == "cuda" and (args.args is not None or args.mode == "vmap"):
+        return show_cuda(args, path, name)
+    if args.args is not None:
+        raise CLIError("--args applies to --target cuda (for other targets `show` assumes "
+                       "every argument is one array)")
     check_options(args)
     argnums = parse_argnums(args.argnums)
     in_axes = parse_in_axes(args.in_axes)
@@ -124,6 +205,116 @@ def show(args):
         if args.target is not None:
             transformed = ad.jit(transformed, target=args.target)
         return ad.source(transformed)
+
+
+def show_cuda(args, path, name):
+    """``show --target cuda``: the kernel and device functions of
+    ``ad.jit(ad.vmap(<mode>(FUNC), in_axes), target="cuda")`` for examples of
+    the ``--args`` types (generated, neither compiled nor launched)."""
+    if not args.args:
+        raise CLIError("--target cuda generates a kernel for one argument layout: give the "
+                       "type of each argument of one example with --args, e.g. --args "
+                       "float64[3] float64[3] float64 float64[3] --in-axes None,0,0,0")
+    in_axes = parse_in_axes(args.in_axes)
+    if args.argnums is not None and args.mode not in ARGNUMS_MODES:
+        raise CLIError(f"--argnums does not apply to --mode {args.mode}")
+    argnums = parse_argnums(args.argnums)
+    types = [parse_type(t) for t in args.args]
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(types)
+    if len(axes) != len(types):
+        raise CLIError(f"--in-axes has {len(axes)} entries for {len(types)} --args")
+    rng = np.random.default_rng(0)
+    examples = []
+    for t, axis in zip(types, axes):
+        value = t.example(rng)
+        if axis is not None:
+            value = np.stack([value, value], axis=axis)      # a batch of two
+        examples.append(value)
+    with user_path(path):
+        module = import_file(path)
+        fn = find_function(module, name, path)
+        if args.mode == "vmap":
+            batched = ad.vmap(fn, in_axes=in_axes)
+        else:
+            batched = ad.vmap(BUILDERS[args.mode](require_transform(args.mode), fn, argnums,
+                                                  None), in_axes=in_axes)
+        return ad.source(ad.jit(batched, target="cuda"), *examples)
+
+
+# -- compile and cache ----------------------------------------------------------
+
+def compile_command(args):
+    """Precompile for the ``compile`` command; returns the report printed."""
+    path, name = split_spec(args.spec)
+    if args.mode != "jit":
+        check_options(args)
+    elif args.argnums is not None or args.in_axes is not None:
+        raise CLIError("--argnums and --in-axes do not apply to --mode jit")
+    argnums = parse_argnums(args.argnums)
+    in_axes = parse_in_axes(args.in_axes)
+    types = [parse_type(t) for t in args.args]
+    with user_path(path):
+        module = import_file(path)
+        fn = find_function(module, name, path)
+        if args.mode == "jit":
+            transformed = fn
+        else:
+            transformed = BUILDERS[args.mode](require_transform(args.mode), fn, argnums,
+                                              in_axes)
+        transformed = ad.jit(transformed, target=args.target, fastmath=args.fastmath,
+                             parallel=True if args.parallel else None)
+        before = ad.cache_info()["compiled"]
+        ad.precompile(transformed, *types)
+    info = ad.cache_info()
+    added = max(info["compiled"] - before, 0)
+    note = "" if added else (" (already in the cache, or nothing to compile: a loop-free "
+                             "vmap runs on NumPy)")
+    return (f"compiled {args.mode} of {name} for ({', '.join(map(str, types))}): "
+            f"{added} new compiled entries{note}; {info['compiled']} in the cache "
+            f"{info['path']}")
+
+
+_TYPE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[([0-9,\s]*)\])?\s*$")
+
+
+def parse_type(text):
+    """``"float64[10,3]"`` -> ShapeDtypeStruct((10, 3), float64); ``"int64"`` a scalar."""
+    m = _TYPE.match(text)
+    dtype = None
+    if m:
+        try:
+            dtype = np.dtype(m.group(1))
+        except TypeError:
+            dtype = None
+    if dtype is None or dtype.kind not in "fib":
+        raise CLIError(f"--args: {text!r} is not an argument type; expected DTYPE[SHAPE] or "
+                       f"DTYPE with a float, int or bool dtype, such as float64[100], "
+                       f"float32[8,3] or int64")
+    dims = [d.strip() for d in (m.group(2) or "").split(",") if d.strip()]
+    return ad.ShapeDtypeStruct(tuple(int(d) for d in dims), dtype)
+
+
+def cache_command(args):
+    """The report of ``cache info`` or ``cache clear``."""
+    if args.action == "clear":
+        done = ad.clear_cache()
+        return (f"removed {done['files']} files ({_size_text(done['bytes'])}) from "
+                f"{done['path']}")
+    info = ad.cache_info()
+    if not info["exists"]:
+        return f"cache folder: {info['path']} (not created yet: empty)"
+    return (f"cache folder: {info['path']}\n"
+            f"generated modules: {info['modules']}\n"
+            f"compiled functions: {info['functions']} ({info['compiled']} compiled entries, "
+            f"one per function and argument types)\n"
+            f"size: {_size_text(info['bytes'])}")
+
+
+def _size_text(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
 
 
 def split_spec(spec):

@@ -58,6 +58,7 @@ class State:
     execution: str = ""       # cpu target: "numba", or "numpy" when that measured faster
     timings: dict = field(default_factory=dict)     # execution: measured seconds per choice
     out_tree: Any = None      # the user's function's return structure (lists marked)
+    tier: Any = None          # ad.jit(compile="tiered"): a tiers.Tier (see s2s_ad.tiers)
 
 
 def parse(st):
@@ -72,16 +73,30 @@ def normalize(st):
     if custom.rule_of(fun) is not None:
         st.fn = custom.entry_function(st.program, fun, st.request.trees)
     else:
-        st.fn = st.program.lower(fun, st.request.trees)
+        st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request))
     st.module = ModuleBuilder(st.program)
     st.out_tree = st.fn.out_tree
     return _anf_text(st)
 
 
+def _example_ranks(req):
+    """The rank of each of the user function's parameter leaves, per example
+    (a vmap layer batches some of them), or None where not known."""
+    if not req.ranks:
+        return None
+    ranks = list(req.ranks)
+    for argnums, output in req.layers:
+        if argnums == "vmap":
+            for i in output:
+                if i < len(ranks) and ranks[i] is not None:
+                    ranks[i] -= 1
+    return None if any(r is not None and r < 0 for r in ranks) else ranks
+
+
 def scalarize_small(st):
     """Compiled code: small arrays of static length become scalars."""
     req = st.request
-    if req.target != "cpu" or any(argnums == "vmap" for argnums, _ in req.layers):
+    if req.target not in ("cpu", "cuda") or any(argnums == "vmap" for argnums, _ in req.layers):
         return ""
     n = len(st.fn.params)
     ranks = list(req.ranks[:n]) if req.ranks else [None] * n
@@ -234,6 +249,10 @@ def _check_aux(fn, req):
 
 def _target_text(req):
     if req.target == "cpu":
-        opts = ", ".join(f"{k}={v}" for k, v in sorted(req.options.items()))
+        # How the first call waits for compiled code changes nothing in it
+        # (so eager and tiered builds share one module and disk cache entry).
+        opts = ", ".join(f"{k}={v}" for k, v in sorted(req.options.items()) if k != "compile")
         return f"cpu (every function compiled with numba.njit; {opts})"
+    if req.target == "cuda":
+        return "cuda (the per-example functions, compiled as numba.cuda device functions)"
     return "python (plain NumPy)"

@@ -52,7 +52,8 @@ _SAME = {"copy", "stop_gradient", "np.copy", "np.asarray", "float", "np.zeros_li
          "np.ones_like", "np.empty_like", "rt.zeros_like", "np.round"}
 _DOTS = {"np.dot": BDOT, "np.matmul": BMATMUL, "np.inner": BINNER, "np.outer": BOUTER}
 _MATH = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
-         "atanh": "arctanh", "fabs": "abs", "pow": "power", "atan2": "arctan2"}
+         "acosh": "arccosh", "atanh": "arctanh", "fabs": "abs", "pow": "power",
+         "atan2": "arctan2"}
 
 
 def vectorize_function(program, fn, batched, param_ranks, cache=None):
@@ -224,6 +225,8 @@ class Vectorizer:
         if rule.name in _SAME:
             return self.emit(body, rules.RULES["copy"] if rule.name == "float" else rule,
                              s.args, s.params, s.loc, target)
+        if callable(rule.batch):           # declared by the rule
+            return rule.batch(self, s, body)
         raise Unvectorizable(f"{rule.name} has no batching rule", s.loc)
 
     def elementwise(self, s, body, rule):

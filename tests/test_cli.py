@@ -227,10 +227,10 @@ def test_unsupported_syntax_prints_like_python(capsys):
                   if line.endswith("# <- lambda"))
     assert err.splitlines() == [
         f'  File "{UNSUPPORTED}", line {lineno}',
-        "    h = lambda z: z * z  # <- lambda",
+        "    h = lambda *z: z[0] * z[0]  # <- lambda",
         "        ^",
-        ("UnsupportedSyntaxError: lambda functions are not supported; "
-         "define a module-level function instead")]
+        ("UnsupportedSyntaxError: nested functions and lambdas take plain positional "
+         "parameters only (no *args, **kwargs, keyword-only or positional-only parameters)")]
 
 
 def test_non_differentiable_call(capsys):
@@ -296,7 +296,7 @@ def test_debug_prints_the_traceback(capsys):
     status, out, err = run(capsys, "show", f"{UNSUPPORTED}:use_lambda", "--debug")
     assert status == 1 and out == ""
     assert err.startswith("Traceback (most recent call last):")
-    assert err.rstrip().endswith("define a module-level function instead")
+    assert err.rstrip().endswith("keyword-only or positional-only parameters)")
 
 
 # -- usage errors: argparse, status 2 -----------------------------------------

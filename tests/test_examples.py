@@ -520,17 +520,26 @@ def dp_sgd_run():
     return run_capturing(load("dp_sgd_clipping"))
 
 
+DP_NAMES = ("W1", "b1", "w2", "b2")
+
+
+def dp_tuple(tree):
+    """The example's dict params (or gradients) as the reference's tuple."""
+    assert isinstance(tree, dict) and sorted(tree) == sorted(DP_NAMES)
+    return tuple(tree[k] for k in DP_NAMES)
+
+
 def dp_reference_of(r):
-    return dp_sgd_reference(r["params"], r["x"], r["y"], r["clip_norm"], r["noise_multiplier"],
-                            r["learning_rate"], r["noise_seed"])
+    return dp_sgd_reference(dp_tuple(r["params"]), r["x"], r["y"], r["clip_norm"],
+                            r["noise_multiplier"], r["learning_rate"], r["noise_seed"])
 
 
 def test_dp_sgd_per_sample_gradients(dp_sgd_run):
     r, _ = dp_sgd_run
     grads, norms, _, _ = dp_reference_of(r)
     assert [np.shape(g) for g in grads] == [(8, 4, 5), (8, 5), (8, 5), (8,)]
-    assert isinstance(r["grads"], tuple)      # the structure of params, batched leaves
-    assert_tree_close(r["grads"], grads)
+    assert isinstance(r["grads"], dict)       # the structure of params, batched leaves
+    assert_tree_close(dp_tuple(r["grads"]), grads)
     np.testing.assert_allclose(r["norms"], norms, rtol=1e-12)
 
 
@@ -546,8 +555,15 @@ def test_dp_sgd_clipping(dp_sgd_run):
 def test_dp_sgd_step(dp_sgd_run):
     r, _ = dp_sgd_run
     _, _, mean, new = dp_reference_of(r)
-    assert_tree_close(tuple(r["noisy_mean"]), mean)
-    assert_tree_close(tuple(r["new_params"]), new)
+    assert_tree_close(dp_tuple(r["noisy_mean"]), mean)
+    assert_tree_close(dp_tuple(r["new_params"]), new)
+
+
+def test_dp_sgd_non_private_gradient_of_a_lambda(dp_sgd_run):
+    r, out = dp_sgd_run
+    grads, _, _, _ = dp_reference_of(r)
+    assert_tree_close(dp_tuple(r["mean_grad"]), tuple(np.mean(g, axis=0) for g in grads))
+    assert "ad.grad of a lambda" in out
 
 
 def test_dp_sgd_prints(dp_sgd_run):

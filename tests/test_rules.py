@@ -49,7 +49,23 @@ DOMAINS = {
     "unit": lambda rng, shape: rng.uniform(-0.9, 0.9, shape),
     "above_one": lambda rng, shape: rng.uniform(1.1, 3.0, shape),
     "bool": lambda rng, shape: rng.uniform(size=shape) < 0.5,
+    # Linear algebra: well-conditioned matrices with well-separated spectra.
+    "invertible": lambda rng, shape: _conditioned(rng, shape, symmetric=False),
+    "spd": lambda rng, shape: _conditioned(rng, shape, symmetric=True),
 }
+
+
+def _conditioned(rng, shape, symmetric):
+    """A matrix with singular values 1 .. 3 (evenly spaced); ``symmetric``:
+    positive definite, with eigenvalues 1 .. 3."""
+    m, n = shape
+    q1, _ = np.linalg.qr(rng.normal(size=(m, m)))
+    q2, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    k = min(m, n)
+    s = np.linspace(1.0, 3.0, k)
+    if symmetric:
+        return (q1 * s) @ q1.T
+    return (q1[:, :k] * s) @ q2[:, :k].T
 
 SCALAR, VECTOR, MATRIX = (), (5,), (3, 4)
 # Methods need an array (a Python float has none).
@@ -450,7 +466,8 @@ ARRAY_PROGRAMS = {
     "np.argmin": [("vector", {"x": (None, V)}, "x[np.argmin(x)]", NB),
                   ("method-vector", {"x": (None, V)}, "x[x.argmin()]", ())],
     "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
-                   ("method-vector", {"x": (None, V)}, "x * x.argsort()", ())],
+                   ("method-vector", {"x": (None, V)}, "x * x.argsort()", ()),
+                   ("axis0-matrix", {"x": (None, M)}, "x * np.argsort(x, axis=0)", NB)],
     "dtype": [("vector", {"x": (None, V)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
     # Writes into an array.  Never into an argument: finite differences
     # call the function again.
@@ -464,6 +481,117 @@ ARRAY_PROGRAMS = {
          "y = x + 0.0\ny[1:3] = v[:2]\nreturn y * v", ()),
         ("augmented-vector", {"x": (None, V), "c": (None, ())},
          "y = x * 1.0\ny[0] += c\nreturn y * y", ())],
+    # Scans and gathers along an axis (s2s_ad/rules/scans.py).
+    "np.cumsum": [("vector", {"a": (None, V)}, "np.cumsum(a)", NB),
+                  ("axis1-matrix", {"a": (None, M)}, "np.cumsum(a, axis=1)", ()),
+                  ("method-matrix", {"a": (None, M)}, "a.cumsum(0)", ())],
+    "np.cumprod": [("axis0-matrix", {"a": (None, M)}, "np.cumprod(a, axis=0)", NB),
+                   ("flat-matrix", {"a": (None, M)}, "np.cumprod(a)", ()),
+                   ("zero_entry-vector", {"a": ("zero_entry", V)}, "np.cumprod(a)", ())],
+    "np.take_along_axis": [
+        ("sorted-matrix", {"x": (None, M)}, "np.take_along_axis(x, np.argsort(x, axis=0), 0)",
+         NB),
+        ("repeated-vector", {"x": (None, V)},
+         "np.take_along_axis(x, np.array([0, 0, 3]), axis=0)", ())],
+    # log(x > 0) is -inf or 0, and constant: the derivative is 1 where x > 0.
+    "np.nan_to_num": [("vector", {"x": (None, V)}, "np.nan_to_num(x + np.log(x > 0.0))", NB),
+                      ("neginf-matrix", {"x": (None, M)},
+                       "np.nan_to_num(x - np.log(x > 0.0), posinf=3.0) * x", ())],
+    # Linear algebra (s2s_ad/rules/linalg.py), on well-conditioned matrices.
+    # Eigen- and singular vectors are defined up to sign: the programs square them.
+    "np.linalg.solve": [
+        ("vector", {"a": ("invertible", (4, 4)), "b": (None, V)}, "np.linalg.solve(a, b)", NB),
+        ("matrix", {"a": ("invertible", (4, 4)), "b": (None, (4, 2))},
+         "np.linalg.solve(a, b)", ())],
+    "np.linalg.inv": [("matrix", {"a": ("invertible", (4, 4))}, "np.linalg.inv(a)", ())],
+    "np.linalg.det": [("matrix", {"a": ("invertible", (3, 3))}, "np.linalg.det(a)", ())],
+    "np.linalg.slogdet": [("unpacked", {"a": ("invertible", (4, 4))},
+                           "sign, logdet = np.linalg.slogdet(a)\nreturn sign * logdet", ())],
+    "linalg.slogdet[logabsdet]": [("matrix", {"a": ("invertible", (4, 4))},
+                                   "np.linalg.slogdet(a)[1]", ())],
+    "linalg.slogdet[sign]": [("matrix", {"a": ("invertible", (3, 3))},
+                              "np.linalg.slogdet(a)[0] * a", ())],
+    "np.linalg.cholesky": [("spd", {"a": ("spd", (4, 4))}, "np.linalg.cholesky(a)", ())],
+    "np.linalg.eigh": [("unpacked", {"a": ("spd", (4, 4))},
+                        "w, v = np.linalg.eigh(a)\n"
+                        "return np.sum(w * np.arange(1.0, 5.0)) + np.sum(v * v * np.cos(a))", ())],
+    "linalg.eigh[eigenvalues]": [("spd", {"a": ("spd", (4, 4))}, "np.linalg.eigh(a)[0]", ())],
+    "linalg.eigh[eigenvectors]": [("spd", {"a": ("spd", (3, 3))}, "np.linalg.eigh(a)[1] ** 2",
+                                   ())],
+    "np.linalg.svd": [("unpacked-tall", {"a": ("invertible", (5, 3))},
+                       "u, s, vh = np.linalg.svd(a, full_matrices=False)\n"
+                       "return np.sum(s * np.arange(1.0, 4.0)) + np.sum(u * u * np.cos(a)) + "
+                       "np.sum(vh * vh * np.arange(9.0).reshape(3, 3))", ())],
+    "linalg.svd[U]": [("square", {"a": ("invertible", (3, 3))}, "np.linalg.svd(a)[0] ** 2", ())],
+    "linalg.svd[S]": [("tall", {"a": ("invertible", (5, 3))},
+                       "np.linalg.svd(a, compute_uv=False)", ()),
+                      ("wide", {"a": ("invertible", (3, 4))},
+                       "np.linalg.svd(a, full_matrices=False)[1]", ())],
+    "linalg.svd[Vh]": [("wide", {"a": ("invertible", (3, 4))},
+                        "np.linalg.svd(a, full_matrices=False)[2] ** 2", ())],
+    "np.linalg.qr": [("unpacked-tall", {"a": ("invertible", (5, 3))},
+                      "q, r = np.linalg.qr(a)\nreturn np.sum(np.sin(q)) + np.sum(r * r)", ())],
+    "linalg.qr[Q]": [("square", {"a": ("invertible", (3, 3))}, "np.linalg.qr(a)[0]", ())],
+    "linalg.qr[R]": [("tall", {"a": ("invertible", (5, 3))}, "np.linalg.qr(a)[1]", ())],
+    "np.linalg.pinv": [("tall", {"a": ("invertible", (5, 3))}, "np.linalg.pinv(a)", ()),
+                       ("wide", {"a": ("invertible", (3, 4))}, "np.linalg.pinv(a)", ())],
+    "np.linalg.lstsq": [("unpacked", {"a": ("invertible", (5, 3)), "b": (None, (5,))},
+                         "x, res, rank, sv = np.linalg.lstsq(a, b, rcond=None)\nreturn x", ())],
+    "linalg.lstsq[x]": [("matrix", {"a": ("invertible", (5, 3)), "b": (None, (5, 2))},
+                         "np.linalg.lstsq(a, b, rcond=None)[0]", ())],
+    # Residuals and singular values have no derivative rule (an error where
+    # differentiated): run here on constants.
+    "linalg.lstsq[residuals]": [("constant", {"x": (None, V)},
+                                 "m = np.reshape(np.arange(1.0, 16.0), (5, 3)) ** 1.5\n"
+                                 "return x * np.linalg.lstsq(m, np.arange(5.0), rcond=None)[1]",
+                                 ())],
+    "linalg.lstsq[s]": [("constant", {"x": (None, (3,))},
+                         "m = np.reshape(np.arange(1.0, 16.0), (5, 3)) ** 1.5\n"
+                         "return x * np.linalg.lstsq(m, np.arange(5.0), rcond=None)[3]", ())],
+    "linalg.lstsq[rank]": [("times", {"x": (None, V), "a": ("invertible", (5, 3)),
+                                      "b": (None, (5,))},
+                            "x * np.linalg.lstsq(a, b, rcond=None)[2]", ())],
+    "np.linalg.matrix_power": [
+        ("cube", {"a": ("invertible", (3, 3))}, "np.linalg.matrix_power(a, 3)", ()),
+        ("keyword", {"a": ("invertible", (3, 3))}, "np.linalg.matrix_power(a, n=2)", ())],
+    "np.linalg.norm": [
+        ("vector", {"x": (None, V)}, "np.linalg.norm(x)", NB),
+        ("ord1-vector", {"x": (None, V)}, "np.linalg.norm(x, 1)", ()),
+        ("inf-vector", {"x": (None, V)}, "np.linalg.norm(x, ord=np.inf)", ()),
+        ("p3-vector", {"x": (None, V)}, "np.linalg.norm(x, 3)", ()),
+        ("fro-matrix", {"x": (None, M)}, "np.linalg.norm(x, 'fro')", ()),
+        ("nuc-matrix", {"x": ("invertible", M)}, "np.linalg.norm(x, 'nuc')", ()),
+        ("ord2-matrix", {"x": ("invertible", M)}, "np.linalg.norm(x, 2)", ()),
+        ("axis1-matrix", {"x": (None, M)}, "np.linalg.norm(x, axis=1)", ()),
+        ("keepdims-matrix", {"x": (None, M)}, "np.linalg.norm(x, axis=0, keepdims=True)", ())],
+    "np.trace": [("matrix", {"a": (None, M)}, "np.trace(a)", NB),
+                 ("offset-matrix", {"a": (None, M)}, "np.trace(a, offset=1)", ()),
+                 ("axes-3d", {"a": (None, T3)}, "np.trace(a, 0, 1, 2)", ())],
+    "np.diagonal": [("matrix", {"a": (None, M)}, "np.diagonal(a)", ()),
+                    ("offset-matrix", {"a": (None, M)}, "np.diagonal(a, -1)", ())],
+    "np.diag": [("of_vector", {"v": (None, V)}, "np.diag(v)", ()),
+                ("of_matrix", {"v": (None, M)}, "np.diag(v)", ()),
+                ("k1-vector", {"v": (None, (3,))}, "np.diag(v, k=1)", ())],
+    "np.tril": [("matrix", {"m": (None, M)}, "np.tril(m)", ()),
+                ("k-matrix", {"m": (None, M)}, "np.tril(m, -1)", ())],
+    "np.triu": [("matrix", {"m": (None, M)}, "np.triu(m)", ()),
+                ("k-matrix", {"m": (None, M)}, "np.triu(m, k=1)", ())],
+    "np.kron": [("vv", {"a": (None, (3,)), "b": (None, (2,))}, "np.kron(a, b)", ()),
+                ("mm", {"a": (None, (2, 2)), "b": (None, (2, 3))}, "np.kron(a, b)", ())],
+    "np.cross": [("vv", {"a": (None, (3,)), "b": (None, (3,))}, "np.cross(a, b)", ())],
+    "np.vdot": [("vv", {"a": (None, V), "b": (None, V)}, "np.vdot(a, b)", ()),
+                ("mm", {"a": (None, M), "b": (None, M)}, "np.vdot(a, b)", ())],
+    "np.tensordot": [
+        ("axes1", {"a": (None, M), "b": (None, (4, 2))}, "np.tensordot(a, b, axes=1)", ()),
+        ("axes2", {"a": (None, T3), "b": (None, (3, 4))}, "np.tensordot(a, b)", ()),
+        ("axes_lists", {"a": (None, M), "b": (None, (3, 2))},
+         "np.tensordot(a, b, axes=([0], [0]))", ())],
+    "np.einsum": [
+        ("matmul", {"a": (None, M), "b": (None, (4, 2))}, "np.einsum('ij,jk->ik', a, b)", ()),
+        ("diagonal", {"a": (None, (3, 3))}, "np.einsum('ii->i', a)", ()),
+        ("three", {"a": (None, M), "b": (None, (4, 2)), "c": (None, (2,))},
+         "np.einsum('ij,jk,k->i', a, b, c)", ()),
+        ("implicit", {"a": (None, M), "b": (None, M)}, "np.einsum('ij,ij', a, b)", ())],
     # Joins of values at the end of branches and loop bodies.
     "copy": [
         ("branch-vector", {"x": (None, V), "c": (None, ())},
@@ -526,7 +654,7 @@ PROGRAMS = {c.program.name: c.program for c in CASES}
 
 # -- the generated modules ------------------------------------------------------------
 
-HEADER = "import math\n\nimport numpy as np\n\nimport s2s_ad as ad\n"
+HEADER = "import math\n\nimport numpy as np\nimport scipy.special\n\nimport s2s_ad as ad\n"
 
 
 def module_name(rule):

@@ -75,7 +75,21 @@ DOMAINS = {
     "positive": lambda rng, shape: rng.uniform(0.5, 2.0, shape),
     "unit": lambda rng, shape: rng.uniform(-0.9, 0.9, shape),
     "above_one": lambda rng, shape: rng.uniform(1.1, 3.0, shape),
+    # Linear algebra: singular values (eigenvalues for "spd") spread over 1 .. 3.
+    "invertible": lambda rng, shape: _conditioned(rng, shape, symmetric=False),
+    "spd": lambda rng, shape: _conditioned(rng, shape, symmetric=True),
 }
+
+
+def _conditioned(rng, shape, symmetric):
+    m, n = shape
+    q1, _ = np.linalg.qr(rng.normal(size=(m, m)))
+    q2, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    k = min(m, n)
+    s = np.linspace(1.0, 3.0, k)
+    if symmetric:
+        return (q1 * s) @ q1.T
+    return (q1[:, :k] * s) @ q2[:, :k].T
 
 
 def sample(spec, rng, dtype):
@@ -186,12 +200,21 @@ TERNARY_SHAPES = {"scalars": [(), (), ()], "vectors": [V, V, V], "mixed": [M, ()
                   "broadcast": [(5, 1), V, M]}
 FLOAT32_SHAPE = {1: "vector", 2: "broadcast", 3: "broadcast"}
 MATH_NOT_BATCHED = {"math.floor", "math.ceil", "math.trunc", "math.isnan", "math.isinf",
-                    "math.isfinite", "math.erf", "math.erfc"}  # no NumPy equivalents
+                    "math.isfinite", "math.erf", "math.erfc", "math.degrees", "math.radians",
+                    "math.lgamma", "math.gamma", "math.copysign", "math.remainder",
+                    "math.ldexp"}  # no NumPy rule to batch them with
 
 
-def _domains(rule):
+def _domains(rule, params):
     s = rule.samples
-    return [s.get(p) for p in rule.params] if isinstance(s, dict) else [s] * len(rule.params)
+    return [s.get(p) for p in params] if isinstance(s, dict) else [s] * len(params)
+
+
+def _spec(domain, shape, boolean):
+    """An integer sample (polygamma's order n, ldexp's exponent) is a fixed value."""
+    if isinstance(domain, int) and not isinstance(domain, bool):
+        return K(domain)
+    return Bo(*shape) if boolean or domain == "bool" else F(*shape, d=domain)
 
 
 def _is_plain_nondiff(rule):
@@ -206,11 +229,13 @@ def elementwise_programs():
     for rule in rules.RULES.values():
         if not (rule.elementwise or _is_plain_nondiff(rule)):
             continue
-        params = rule.params
-        doms = _domains(rule)
+        # Options that are not operands (np.nan_to_num's nan=, posinf=...) keep
+        # their defaults: the program passes the operands.
+        params = rule.operands if rule.elementwise else rule.params
+        doms = _domains(rule, params)
         call = f"{rule.name}({', '.join(params)})"
         if rule.name.startswith("math."):
-            specs = [F(d=d) for d in doms]
+            specs = [_spec(d, (), False) for d in doms]
             kw = {}
             if rule.name in MATH_NOT_BATCHED:
                 kw = {"expect": "refuse", "why": f"{re.escape(rule.name)} has no batching rule"}
@@ -218,11 +243,14 @@ def elementwise_programs():
                          dtypes=("float64",), **kw))
             continue
         table = {1: UNARY_SHAPES, 2: BINARY_SHAPES, 3: TERNARY_SHAPES}[len(params)]
+        forms = {}         # specs -> (label, dtypes): a fixed operand gives fewer programs
         for label, shapes in table.items():
-            specs = [Bo(*s) if rule.name in _BOOL_OPERANDS or d == "bool" else F(*s, d=d)
-                     for s, d in zip(shapes, doms)]
-            dtypes = ("float64", "float32") if label == FLOAT32_SHAPE[len(params)] \
-                else ("float64",)
+            specs = tuple(_spec(d, s, rule.name in _BOOL_OPERANDS) for s, d in zip(shapes, doms))
+            first, dtypes = forms.get(specs, (label, ("float64",)))
+            if label == FLOAT32_SHAPE[len(params)]:
+                dtypes = ("float64", "float32")
+            forms[specs] = (first, dtypes)
+        for specs, (label, dtypes) in forms.items():
             out.append(P(rule.name, label, " ".join(params), call, *specs, dtypes=dtypes))
     return out
 
@@ -477,8 +505,14 @@ def _constructors_and_queries():
         P("np.argmin", "axis1", "x", "np.argmin(x, axis=1)", F(*M)),
         P("np.argmin", "no_axis", "x", "x[np.argmin(x)]", F(*V), expect="refuse",
           why="np.argmin without an axis"),
+        # argsort batches along its axis; gathering with its (batched) result by
+        # indexing is refused -- np.take_along_axis gathers it (see _scans).
         P("np.argsort", "fn", "x", "x[np.argsort(x)]", F(*V), expect="refuse",
-          why="np.argsort has no batching rule"),
+          why="indexing at batched positions"),
+        P("np.argsort", "times", "x", "x * np.argsort(x)", F(*V)),
+        P("np.argsort", "axis0", "x", "np.argsort(x, axis=0)", F(*M)),
+        P("np.argsort", "axis_none", "x", "np.argsort(x, axis=None)", F(*M)),
+        P("np.argsort", "method", "x", "x.argsort(1)", F(*T)),
     ]
 
 
@@ -518,9 +552,132 @@ def _operators_and_flow():
     ]
 
 
+def _scans():
+    """Scans and gathers along an axis (s2s_ad/rules/scans.py): the axis moves past the
+    batch axis; axis=None runs once per example."""
+    return [
+        P("np.cumsum", "vector", "a", "np.cumsum(a)", F(*V)),
+        P("np.cumsum", "axis1", "a", "np.cumsum(a, axis=1)", F(*M)),
+        P("np.cumsum", "axis_neg1_3d", "a", "np.cumsum(a, axis=-1)", F(*T)),
+        P("np.cumsum", "flat", "a", "np.cumsum(a)", F(*M)),
+        P("np.cumsum", "method", "a", "a.cumsum(0)", F(*M)),
+        P("np.cumprod", "axis0", "a", "np.cumprod(a, axis=0)", F(*M)),
+        P("np.cumprod", "flat", "a", "np.cumprod(a)", F(*M)),
+        P("np.cumprod", "method", "a", "a.cumprod(-1) * a", F(*V)),
+        P("np.take_along_axis", "sorted", "x", "np.take_along_axis(x, np.argsort(x, axis=0), 0)",
+          F(*M)),
+        P("np.take_along_axis", "constant_indices", "x",
+          "np.take_along_axis(x, np.array([0, 0, 3]), axis=0)", F(*V)),
+        P("np.take_along_axis", "indices", "x i", "np.take_along_axis(x, i, axis=0)", F(*M),
+          I(5, 2, 4)),
+        P("np.take_along_axis", "axis1", "x i", "np.take_along_axis(x, i, 1)", F(*M), I(4, 5, 2)),
+        P("np.take_along_axis", "axis_none", "x i", "np.take_along_axis(x, i, None)", F(*M),
+          I(20, 6)),
+    ]
+
+
+# np.linalg batches by running the function once per example (rules/linalg.py
+# batch_loop, a vectorized rule: no refusal); eigen- and singular vectors are
+# squared (they are defined up to sign).
+INV, SPD = "invertible", "spd"
+
+
+def _linalg():
+    return [
+        P("np.linalg.solve", "vector", "a b", "np.linalg.solve(a, b)", F(4, 4, d=INV), F(*V)),
+        P("np.linalg.solve", "matrix", "a b", "np.linalg.solve(a, b)", F(4, 4, d=INV),
+          F(4, 2)),
+        P("np.linalg.inv", "fn", "a", "np.linalg.inv(a)", F(4, 4, d=INV)),
+        P("np.linalg.det", "fn", "a", "np.linalg.det(a)", F(4, 4, d=INV)),
+        P("np.linalg.slogdet", "unpacked", "a", "s, logdet = np.linalg.slogdet(a)\n"
+          "return s * logdet", F(4, 4, d=INV)),
+        P("linalg.slogdet[logabsdet]", "fn", "a", "np.linalg.slogdet(a)[1]", F(4, 4, d=INV)),
+        P("linalg.slogdet[sign]", "fn", "a", "np.linalg.slogdet(a)[0] * a", F(4, 4, d=INV)),
+        P("np.linalg.cholesky", "fn", "a", "np.linalg.cholesky(a)", F(4, 4, d=SPD)),
+        P("np.linalg.eigh", "unpacked", "a", "w, v = np.linalg.eigh(a)\nreturn w, v * v",
+          F(4, 4, d=SPD)),
+        P("linalg.eigh[eigenvalues]", "fn", "a", "np.linalg.eigh(a)[0]", F(4, 4, d=SPD)),
+        P("linalg.eigh[eigenvectors]", "fn", "a", "np.linalg.eigh(a)[1] ** 2", F(4, 4, d=SPD)),
+        P("np.linalg.svd", "unpacked", "a",
+          "u, s, vh = np.linalg.svd(a, full_matrices=False)\nreturn u * u, s, vh * vh",
+          F(5, 4, d=INV)),
+        P("linalg.svd[U]", "square", "a", "np.linalg.svd(a)[0] ** 2", F(4, 4, d=INV)),
+        P("linalg.svd[S]", "tall", "a", "np.linalg.svd(a, compute_uv=False)", F(5, 4, d=INV)),
+        P("linalg.svd[S]", "wide", "a", "np.linalg.svd(a, full_matrices=False)[1]",
+          F(2, 4, d=INV)),
+        P("linalg.svd[Vh]", "wide", "a", "np.linalg.svd(a, full_matrices=False)[2] ** 2",
+          F(2, 4, d=INV)),
+        P("np.linalg.qr", "unpacked", "a", "q, r = np.linalg.qr(a)\nreturn q, r",
+          F(5, 4, d=INV)),
+        P("linalg.qr[Q]", "square", "a", "np.linalg.qr(a)[0]", F(4, 4, d=INV)),
+        P("linalg.qr[R]", "tall", "a", "np.linalg.qr(a)[1]", F(5, 4, d=INV)),
+        P("np.linalg.pinv", "tall", "a", "np.linalg.pinv(a)", F(5, 4, d=INV)),
+        P("np.linalg.pinv", "wide", "a", "np.linalg.pinv(a)", F(2, 4, d=INV)),
+        P("np.linalg.lstsq", "unpacked", "a b",
+          "x, res, rank, sv = np.linalg.lstsq(a, b, rcond=None)\nreturn x, res, rank, sv",
+          F(5, 4, d=INV), F(5), dtypes=("float64",)),
+        P("linalg.lstsq[x]", "matrix", "a b", "np.linalg.lstsq(a, b, rcond=None)[0]",
+          F(5, 4, d=INV), F(5, 2)),
+        P("linalg.lstsq[residuals]", "fn", "a b", "np.linalg.lstsq(a, b, rcond=None)[1]",
+          F(5, 4, d=INV), F(5), dtypes=("float64",)),
+        P("linalg.lstsq[rank]", "times", "x a b", "x * np.linalg.lstsq(a, b, rcond=None)[2]",
+          F(*V), F(5, 4, d=INV), F(5)),
+        P("linalg.lstsq[s]", "fn", "a b", "np.linalg.lstsq(a, b, rcond=None)[3]",
+          F(5, 4, d=INV), F(5)),
+        P("np.linalg.matrix_power", "cube", "a", "np.linalg.matrix_power(a, 3)",
+          F(4, 4, d=INV)),
+        P("np.linalg.matrix_power", "keyword", "a", "np.linalg.matrix_power(a, n=2)",
+          F(4, 4, d=INV)),
+        P("np.linalg.norm", "vector", "x", "np.linalg.norm(x)", F(*V)),
+        P("np.linalg.norm", "ord1", "x", "np.linalg.norm(x, 1)", F(*V)),
+        P("np.linalg.norm", "inf", "x", "np.linalg.norm(x, ord=np.inf)", F(*V)),
+        P("np.linalg.norm", "fro", "x", "np.linalg.norm(x, 'fro')", F(*M)),
+        P("np.linalg.norm", "nuc", "x", "np.linalg.norm(x, 'nuc')", F(5, 4, d=INV)),
+        P("np.linalg.norm", "ord2", "x", "np.linalg.norm(x, 2)", F(5, 4, d=INV)),
+        P("np.linalg.norm", "axis1", "x", "np.linalg.norm(x, axis=1)", F(*M)),
+        P("np.linalg.norm", "keepdims", "x", "np.linalg.norm(x, axis=0, keepdims=True)", F(*M)),
+    ]
+
+
+def _matrix_ops():
+    """Linear matrix functions: once per example, except einsum (one more subscript)."""
+    return [
+        P("np.trace", "fn", "a", "np.trace(a)", F(*M)),
+        P("np.trace", "offset", "a", "np.trace(a, offset=1)", F(*M)),
+        P("np.trace", "axes_3d", "a", "np.trace(a, 0, 1, 2)", F(*T)),
+        P("np.diagonal", "fn", "a", "np.diagonal(a)", F(*M)),
+        P("np.diagonal", "offset", "a", "np.diagonal(a, -1)", F(*M)),
+        P("np.diag", "of_vector", "v", "np.diag(v)", F(*V)),
+        P("np.diag", "of_matrix", "v", "np.diag(v)", F(*M)),
+        P("np.diag", "k1", "v", "np.diag(v, k=1)", F(*V)),
+        P("np.tril", "fn", "m", "np.tril(m)", F(*M)),
+        P("np.tril", "k", "m", "np.tril(m, -1)", F(*M)),
+        P("np.triu", "fn", "m", "np.triu(m)", F(*M)),
+        P("np.triu", "k", "m", "np.triu(m, k=1)", F(*M)),
+        P("np.kron", "vectors", "a b", "np.kron(a, b)", F(2), F(*V)),
+        P("np.kron", "matrices", "a b", "np.kron(a, b)", F(2, 2), F(2, 4)),
+        # np.cross needs 3-vectors (the batch size, too).
+        P("np.cross", "vectors", "a b", "np.cross(a, b)", F(3), F(3)),
+        P("np.cross", "rows", "a b", "np.cross(a, b)", F(5, 3), F(3)),
+        P("np.vdot", "vectors", "a b", "np.vdot(a, b)", F(*V), F(*V)),
+        P("np.vdot", "matrices", "a b", "np.vdot(a, b)", F(*M), F(*M)),
+        P("np.tensordot", "axes1", "a b", "np.tensordot(a, b, axes=1)", F(*M), F(4, 2)),
+        P("np.tensordot", "axes2", "a b", "np.tensordot(a, b)", F(*T), F(*M)),
+        P("np.tensordot", "axes_lists", "a b", "np.tensordot(a, b, axes=([0], [0]))", F(*M),
+          F(5, 2)),
+        P("np.einsum", "matmul", "a b", "np.einsum('ij,jk->ik', a, b)", F(*M), F(4, 2)),
+        P("np.einsum", "diagonal", "a", "np.einsum('ii->i', a)", F(4, 4)),
+        P("np.einsum", "three", "a b c", "np.einsum('ij,jk,k->i', a, b, c)", F(*M), F(4, 2),
+          F(2)),
+        P("np.einsum", "implicit", "a b", "np.einsum('ij,ij', a, b)", F(*M), F(*M)),
+        P("np.einsum", "outer", "a b", "np.einsum('i,j', a, b)", F(*V), F(2)),
+    ]
+
+
 ARRAY_PROGRAMS = ([p for r in ("sum", "mean", "prod", "max", "min") for p in _reductions(r)]
                   + _dots() + _shape_ops() + _indexing() + _writes()
-                  + _constructors_and_queries() + _operators_and_flow())
+                  + _constructors_and_queries() + _operators_and_flow()
+                  + _scans() + _linalg() + _matrix_ops())
 PROGRAMS = elementwise_programs() + ARRAY_PROGRAMS
 
 
@@ -531,7 +688,8 @@ def _case(prog, dtype):
 
 CASES = [_case(p, d) for p in PROGRAMS for d in p.dtypes]
 
-HEADER = "import math\n\nimport numpy as np\n\nimport s2s_ad as ad\n" + CONSTANTS
+HEADER = ("import math\n\nimport numpy as np\nimport scipy.special\n\nimport s2s_ad as ad\n"
+          + CONSTANTS)
 
 
 @pytest.fixture(scope="module")

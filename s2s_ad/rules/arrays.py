@@ -138,3 +138,38 @@ nondiff("np.argmin", np.argmin, ("a", "axis"), defaults={"axis": None}, operands
         methods=("argmin",))
 nondiff("np.argsort", np.argsort, ("a",), methods=("argsort",))
 nondiff("dtype", None, ("a",), emit="attribute")
+
+
+def _registered(name):
+    from .registry import RULES
+    return RULES[name]
+
+
+# -- output ranks: (operand ranks, params) -> the result's rank (None: unknown) ----------
+# Read by s2s_ad/ranks.py through Rule.rank, like every rule's other facts.
+
+def _product_rank(args, params):
+    """np.dot / np.matmul: a scalar factor keeps the other's rank."""
+    a, b = args[0], args[1]
+    if a is None or b is None:
+        return None
+    return a + b if a == 0 or b == 0 else a + b - 2
+
+
+def _inner_rank(args, params):
+    return None if None in args[:2] else max(args[0] + args[1] - 2, 0)
+
+
+def _one_more(args, params):
+    return None if args[0] is None else args[0] + 1
+
+
+for _name, _rank_rule in (("np.eye", lambda args, params: 2),
+                          ("np.arange", lambda args, params: 1),
+                          ("np.shape", lambda args, params: 1),   # indexes like a 1-D array
+                          ("np.outer", lambda args, params: 2),
+                          ("np.ravel", lambda args, params: 1),
+                          ("np.expand_dims", _one_more),
+                          ("np.dot", _product_rank), ("np.matmul", _product_rank),
+                          ("np.inner", _inner_rank)):
+    _registered(_name).rank = _rank_rule

@@ -70,3 +70,21 @@ BINNER = _product("binner", "binner_grad")
 BOUTER = _product("bouter", "bouter_grad")
 BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"),
                                  {"t": "rt.batch_unbroadcast(g, t)"}, operands=("t", "x"))
+
+
+# -- transforms inside transformed functions (see s2s_ad/nested.py) -----------------
+#: Number of elements (1 for a scalar), a unit tangent, and Jacobian storage.
+FLAT_SIZE = _internal(Rule(name="rt.flat_size", params=("x",), operands=("x",),
+                           emit="rt.flat_size", nondiff=True))
+UNIT_LIKE = _internal(Rule(name="rt.unit_like", params=("x", "j"), operands=("x", "j"),
+                           emit="rt.unit_like", nondiff=True))
+JAC_ZEROS = _internal(Rule(name="rt.jac_zeros", params=("out", "x"), operands=("out", "x"),
+                           emit="rt.jac_zeros", nondiff=True))
+GRAD_ZEROS = _internal(Rule(name="rt.grad_zeros", params=("out", "x"), operands=("out", "x"),
+                            emit="rt.grad_zeros", nondiff=True))
+#: A value's elements as a 1-D array, and Jacobian storage given its final shape.
+FLAT = _internal(Rule(name="rt.flat", params=("v",), operands=("v",), emit="rt.flat",
+                      vjp={"v": "rt.reshape_like(g, v)"}, linear=True))
+JAC_SHAPE = _internal(Rule(name="rt.jac_shape", params=("J", "out", "x"),
+                           operands=("J", "out", "x"), emit="rt.jac_shape",
+                           vjp={"J": "rt.jac_flat(g, out, x)"}, linear=True))

@@ -63,6 +63,10 @@ class Rule:
     samples: Any = None               # domain hints for the generic tests
     piecewise: tuple = ()             # operands it is locally constant in (zero derivative)
     undiff: tuple = ()                # operands with no derivative rule: an error if active
+    rank: Any = None                  # (operand ranks, params) -> output rank (None: unknown)
+    batch: Any = None                 # (vectorizer, statement, body) -> emits the batched form
+    parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
+    varargs: bool = False             # trailing positional arguments form the last operand
 
     def __post_init__(self):
         if self.vjp and not self.linear and set(self.jvp) != set(self.vjp):

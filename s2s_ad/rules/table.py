@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .. import library
 from . import RULES, lookup
 from .registry import METHODS, OPERATORS
 
@@ -29,9 +30,7 @@ _INTEGER = "integer operation; usable off the differentiated path"
 _BOOLEAN = ("zero derivative but not declared non-differentiable yet; usable off the "
             "differentiated path")
 _COMPLEX = "complex numbers are not differentiable values"
-_NO_DERIV = "its derivative (digamma) has no math function; use @ad.custom_vjp"
 _DATA = "output shape depends on the data: neither Numba nor reverse mode can type it"
-_LINALG = "no rule yet (a matrix-calculus VJP); use @ad.custom_vjp"
 
 
 def _easy(partial):
@@ -48,17 +47,6 @@ UNSUPPORTED = {
     "np.conj": _COMPLEX, "np.conjugate": _COMPLEX,
     "np.isnat": "datetime values are not supported",
     "np.signbit": _BOOLEAN,
-    "np.copysign": _easy("sign(x1) * sign(x2) for x1, zero for x2"),
-    "np.deg2rad": _easy("pi / 180"), "np.radians": _easy("pi / 180"),
-    "np.rad2deg": _easy("180 / pi"), "np.degrees": _easy("180 / pi"),
-    "np.fabs": _easy("sign(x) (as np.abs)"),
-    "np.fmax": _easy("as np.maximum, ignoring NaNs"),
-    "np.fmin": _easy("as np.minimum, ignoring NaNs"),
-    "np.fmod": _easy("1 for x1, -trunc(x1 / x2) for x2"),
-    "np.float_power": _easy("as np.power, computed in float64"),
-    "np.heaviside": _easy("zero (a step function)"),
-    "np.logaddexp": _easy("exp(x1 - out), exp(x2 - out)"),
-    "np.logaddexp2": _easy("2**(x1 - out), 2**(x2 - out)"),
     "np.ldexp": _easy("2**x2 for x1; x2 is an integer"),
     "np.nextafter": _BOOLEAN, "np.spacing": _BOOLEAN,
     "np.divmod": "two outputs: use np.floor_divide and np.mod",
@@ -68,15 +56,6 @@ UNSUPPORTED = {
     "np.matvec": _CUSTOM + " (np.matmul is ruled)",
     "np.vecmat": _CUSTOM + " (np.matmul is ruled)",
     # math
-    "math.acosh": _easy("1 / sqrt(x*x - 1) (np.arccosh is ruled)"),
-    "math.cbrt": _easy("1 / (3 out**2) (np.cbrt is ruled)"),
-    "math.exp2": _easy("out * ln 2 (np.exp2 is ruled)"),
-    "math.copysign": _easy("sign(x) * sign(y) for x, zero for y"),
-    "math.degrees": _easy("180 / pi"), "math.radians": _easy("pi / 180"),
-    "math.fmod": _easy("1 for x, -trunc(x / y) for y"),
-    "math.remainder": _easy("1 for x, -round(x / y) for y"),
-    "math.ldexp": _easy("2**i for x; i is an integer"),
-    "math.gamma": _NO_DERIV, "math.lgamma": _NO_DERIV,
     "math.dist": _CUSTOM + " (math.hypot is ruled)",
     "math.fsum": _CUSTOM + " (np.sum is ruled)",
     "math.prod": _CUSTOM + " (np.prod is ruled)",
@@ -87,39 +66,9 @@ UNSUPPORTED = {
     "math.frexp": "two outputs (mantissa, integer exponent): no rule",
     "math.modf": "two outputs: use math.trunc and x - math.trunc(x)",
     # commonly used array functions
-    "np.linalg.inv": _LINALG, "np.linalg.solve": _LINALG, "np.linalg.det": _LINALG,
-    "np.linalg.slogdet": _LINALG, "np.linalg.norm": _CUSTOM + " (np.sqrt(np.sum(x * x)))",
-    "np.linalg.cholesky": _LINALG, "np.linalg.eigh": _LINALG, "np.linalg.svd": _LINALG,
-    "np.linalg.qr": _LINALG, "np.linalg.pinv": _LINALG,
-    "np.cumsum": _CUSTOM + " (or a for loop)", "np.cumprod": _CUSTOM + " (or a for loop)",
-    "np.diff": _CUSTOM + " (x[1:] - x[:-1])",
-    "np.sort": _CUSTOM + " (x[np.argsort(x)] is ruled)",
-    "np.einsum": _CUSTOM + " (np.dot, np.matmul, np.sum are ruled)",
-    "np.tensordot": _CUSTOM + " (np.dot with np.reshape)",
-    "np.trace": _CUSTOM + " (a for loop over x[i, i])",
-    "np.diag": _CUSTOM, "np.diagonal": _CUSTOM, "np.tile": _CUSTOM, "np.repeat": _CUSTOM,
-    "np.flip": _CUSTOM + " (x[::-1] is ruled)", "np.roll": _CUSTOM,
-    "np.var": _CUSTOM + " (np.mean((x - np.mean(x)) ** 2))",
-    "np.std": _CUSTOM + " (np.sqrt of the variance)",
-    "np.average": _CUSTOM + " (np.sum(w * x) / np.sum(w))",
-    "np.median": _CUSTOM, "np.percentile": _CUSTOM, "np.quantile": _CUSTOM,
-    "np.nansum": _CUSTOM, "np.nanmean": _CUSTOM, "np.nanmax": _CUSTOM, "np.nanmin": _CUSTOM,
-    "np.ptp": _CUSTOM + " (np.max(x) - np.min(x))",
-    "np.kron": _CUSTOM, "np.cross": _CUSTOM, "np.convolve": _CUSTOM,
+    "np.convolve": _CUSTOM,
     "np.correlate": _CUSTOM, "np.polyval": _CUSTOM + " (Horner's rule in a loop)",
-    "np.interp": _CUSTOM, "np.sinc": _CUSTOM, "np.cov": _CUSTOM, "np.corrcoef": _CUSTOM,
-    "np.take": _CUSTOM + " (x[idx] is ruled)", "np.take_along_axis": _CUSTOM,
-    "np.pad": _CUSTOM + " (np.concatenate is ruled)",
-    "np.vstack": _CUSTOM + " (np.concatenate/np.stack are ruled)",
-    "np.hstack": _CUSTOM + " (np.concatenate is ruled)",
-    "np.column_stack": _CUSTOM + " (np.stack is ruled)",
-    "np.split": "returns a list of run-time length: index the pieces instead (x[a:b])",
-    "np.tril": _CUSTOM, "np.triu": _CUSTOM, "np.broadcast_to": _CUSTOM,
-    "np.swapaxes": _CUSTOM + " (np.transpose with axes is ruled)",
-    "np.moveaxis": _CUSTOM + " (np.transpose with axes is ruled)",
-    "np.atleast_1d": _CUSTOM + " (np.reshape is ruled)",
-    "np.atleast_2d": _CUSTOM + " (np.reshape is ruled)",
-    "np.nan_to_num": _CUSTOM,
+    "np.interp": _CUSTOM, "np.cov": _CUSTOM, "np.corrcoef": _CUSTOM,
     "np.linspace": _BOOLEAN,
     "np.meshgrid": "returns a list: build the grids with np.reshape and broadcasting",
     "np.all": _BOOLEAN, "np.any": _BOOLEAN, "np.count_nonzero": _BOOLEAN,
@@ -127,6 +76,11 @@ UNSUPPORTED = {
     "np.searchsorted": _BOOLEAN, "np.digitize": _BOOLEAN,
     "np.nonzero": _DATA, "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
+    "np.i0": _easy("scipy.special.i1(x)"),
+    # np.fft: complex results
+    **{f"np.fft.{n}": "complex-valued result: np.fft has no derivative rule yet"
+       for n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "rfft2",
+                 "irfft2", "rfftn", "irfftn", "hfft", "ihfft")},
 }
 
 
@@ -146,6 +100,15 @@ def resolve(name):
     return obj
 
 
+def unsupported_reason(obj):
+    """``(name, reason)`` of a callable listed in :data:`UNSUPPORTED`, or None."""
+    for name, reason in UNSUPPORTED.items():
+        found = resolve(name)
+        if found is not None and found is obj:
+            return name, reason
+    return None
+
+
 def _rule_of(obj):
     try:
         return lookup(obj)
@@ -162,14 +125,18 @@ def surface():
     names |= {n for n in UNSUPPORTED if not _scanned(n)}   # common array functions
     names |= {r.name for r in RULES.values() if r.name.startswith(("np.", "math."))}
     names |= {n for rule in RULES.values() for n in other_names(rule)}
+    names |= {n for n in library.IMPLEMENTATIONS if n.startswith("np.")}
     return sorted(names)
 
 
 def classify(name):
-    """``"rule"``, ``"nondiff"``, ``"unsupported"`` or None for a surface name."""
+    """``"rule"``, ``"nondiff"``, ``"library"``, ``"unsupported"`` or None for a
+    surface name."""
     rule = _rule_of(resolve(name))
     if rule is not None:
         return "nondiff" if rule.nondiff else "rule"
+    if library.lookup(resolve(name)) is not None:
+        return "library"
     return "unsupported" if name in UNSUPPORTED else None
 
 
@@ -294,7 +261,8 @@ def render():
     lines = ["# Supported functions", "",
              ("Generated from the rule registry by `python -m s2s_ad.rules.table > "
              "docs/supported.md`; do not edit by hand."), "",
-             (f"{len(RULES)} rules. Each is tested against finite differences "
+             (f"{len(RULES)} rules and {len(library.IMPLEMENTATIONS)} functions written "
+              f"in NumPy over them. Each is tested against finite differences "
              "(`tests/test_rules.py`)."), ""]
     seen = set()
     for title, intro, pick in _SECTIONS:
@@ -305,6 +273,16 @@ def render():
                   "| --- | --- | --- | --- | --- |"]
         lines += [_row(r) for r in chosen]
         lines.append("")
+    lines += ["## Written in NumPy", "",
+              ("Implemented in plain Python over the functions above (`s2s_ad/library/`, "
+              "see docs/library.md): a call is lowered in place with its arguments bound, "
+              "so every transform follows from the primitives' rules."), "",
+              "| function | also written | how | where |", "| --- | --- | --- | --- |"]
+    for impl in sorted(library.IMPLEMENTATIONS.values(), key=lambda i: i.name):
+        also = [f"`x.{m}()`" for m, i in library.METHODS.items() if i is impl]
+        lines.append(f"| `{impl.name}` | {', '.join(also)} | {impl.doc.replace('|', '/')} | "
+                     f"written in NumPy in {impl.where} |")
+    lines.append("")
     lines += ["## Not supported", "",
               ("NumPy ufuncs, `math` functions and common array functions with no rule. "
               "A call to one of them is allowed where no derivative flows through it; "
@@ -321,4 +299,5 @@ def main():
 if __name__ == "__main__":
     main()
 
-__all__ = ["UNSUPPORTED", "classify", "other_names", "render", "resolve", "surface"]
+__all__ = ["UNSUPPORTED", "classify", "other_names", "render", "resolve", "surface",
+           "unsupported_reason"]

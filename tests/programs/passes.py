@@ -101,7 +101,7 @@ def uses_stop_gradient(x):
 
 
 def fenced_lambda(x):
-    return np.sum((lambda y: y * 2.0)(x))  # noqa: PLC3002  # <- lambda
+    return np.sum((lambda *y: y[0] * 2.0)(x))  # noqa: PLC3002  # <- lambda
 
 
 def fenced_try(x):

@@ -10,12 +10,12 @@ import numpy as np
 
 def use_lambda(x):
     y = x * 2.0
-    h = lambda z: z * z  # <- lambda
-    return y
+    h = lambda *z: z[0] * z[0]  # <- lambda
+    return h(y)
 
 
 def use_listcomp(x):
-    ys = [x * i for i in (1.0, 2.0)]  # <- listcomp
+    ys = [x * i for i in (1.0, 2.0) if x > i]  # <- listcomp
     return ys
 
 
@@ -30,7 +30,7 @@ def use_dictcomp(x):
 
 
 def use_genexp(x):
-    y = sum(x * i for i in (1.0, 2.0))  # <- genexp
+    y = (x * i for i in (1.0, 2.0))  # <- genexp
     return y
 
 
@@ -74,9 +74,10 @@ def make_nonlocal():
 
 
 def use_nested_def(x):
+    @np.vectorize
     def helper(y):  # <- nested_def
         return y * 2.0
-    return x
+    return helper(x)
 
 
 def use_class(x):
@@ -118,7 +119,7 @@ def use_starred_call(x):
 
 
 def use_dict(x):
-    d = {"x": x}  # <- dict
+    d = {1.5: x}  # <- dict
     return x
 
 

@@ -1,0 +1,174 @@
+"""Shape functions written over slicing, transpose, reshape and concatenate."""
+import numpy as np
+
+from ._axes import flip_index, moved, normalize, one_axis, swapped, unsupported
+from .registry import implements
+
+
+@implements(np.flip)
+def flip(m, axis=None):
+    """A reversed slice along each axis in ``axis`` (all axes: None)."""
+    return m[flip_index(axis, np.ndim(m))]
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    """``np.flip(m, 1)``."""
+    return m[:, ::-1]
+
+
+@implements(np.flipud)
+def flipud(m):
+    """``np.flip(m, 0)``."""
+    return m[::-1]
+
+
+@implements(np.moveaxis)
+def moveaxis(a, source, destination):
+    """``np.transpose`` with the permutation that moves the axes."""
+    return np.transpose(a, moved(np.ndim(a), source, destination))
+
+
+@implements(np.swapaxes, methods=("swapaxes",))
+def swapaxes(a, axis1, axis2):
+    """``np.transpose`` with two axes exchanged."""
+    return np.transpose(a, swapped(np.ndim(a), axis1, axis2))
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotation by 90 degrees ``k`` times in the plane of ``axes``."""
+    k = k % 4
+    if k == 0:
+        result = m
+    elif k == 2:
+        result = np.flip(np.flip(m, axes[0]), axes[1])
+    elif k == 1:
+        result = np.swapaxes(np.flip(m, axes[1]), axes[0], axes[1])
+    else:
+        result = np.flip(np.swapaxes(m, axes[0], axes[1]), axes[1])
+    return result
+
+
+@implements(np.atleast_1d)
+def atleast_1d(a):
+    """A scalar becomes a 1-element array (one array argument)."""
+    if np.ndim(a) == 0:
+        result = np.reshape(a, (1,))
+    else:
+        result = np.asarray(a)
+    return result
+
+
+@implements(np.atleast_2d)
+def atleast_2d(a):
+    """A vector becomes a row; a scalar a 1x1 array (one array argument)."""
+    if np.ndim(a) == 0:
+        result = np.reshape(a, (1, 1))
+    elif np.ndim(a) == 1:
+        result = np.expand_dims(a, 0)
+    else:
+        result = np.asarray(a)
+    return result
+
+
+@implements(np.atleast_3d)
+def atleast_3d(a):
+    """As NumPy: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+    if np.ndim(a) == 0:
+        result = np.reshape(a, (1, 1, 1))
+    elif np.ndim(a) == 1:
+        result = np.expand_dims(a, (0, 2))
+    elif np.ndim(a) == 2:
+        result = np.expand_dims(a, 2)
+    else:
+        result = np.asarray(a)
+    return result
+
+
+@implements(np.hstack)
+def hstack(tup, dtype=None, casting="same_kind"):
+    """Concatenation along axis 1 (axis 0 for vectors)."""
+    _ = unsupported(dtype=dtype)
+    if np.ndim(tup[0]) == 1:
+        result = np.concatenate(tup, axis=0)
+    else:
+        result = np.concatenate(tup, axis=1)
+    return result
+
+
+@implements(np.vstack, also=(np.row_stack,) if hasattr(np, "row_stack") else ())
+def vstack(tup, dtype=None, casting="same_kind"):
+    """Concatenation along axis 0 of the arrays made at least 2-D."""
+    _ = unsupported(dtype=dtype)
+    return np.concatenate(_rows(tup), axis=0)
+
+
+@implements(np.dstack)
+def dstack(tup):
+    """Concatenation along axis 2 of the arrays made at least 3-D."""
+    return np.concatenate(_planes(tup), axis=2)
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    """Vectors become columns; then concatenation along axis 1."""
+    return np.concatenate(_columns(tup), axis=1)
+
+
+def _column(a):
+    if np.ndim(a) < 2:
+        result = np.reshape(a, (-1, 1))
+    else:
+        result = np.asarray(a)
+    return result
+
+
+def _rows(tup):
+    """Each array of ``tup`` made at least 2-D (the tuple is static)."""
+    return (np.atleast_2d(tup[0]),) + (_rows(tup[1:]) if len(tup) > 1 else ())
+
+
+def _planes(tup):
+    return (np.atleast_3d(tup[0]),) + (_planes(tup[1:]) if len(tup) > 1 else ())
+
+
+def _columns(tup):
+    return (_column(tup[0]),) + (_columns(tup[1:]) if len(tup) > 1 else ())
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    """Two slices concatenated along ``axis`` (of the flattened array: None)."""
+    if axis is None:
+        result = np.reshape(np.roll(np.ravel(a), shift, 0), np.shape(a))
+    else:
+        ax = normalize(axis, np.ndim(a))
+        b = np.moveaxis(a, ax, 0)
+        n = np.shape(b)[0]
+        k = n - shift % n
+        result = np.moveaxis(np.concatenate((b[k:], b[:k]), axis=0), 0, ax)
+    return result
+
+
+@implements(np.broadcast_to)
+def broadcast_to(array, shape, subok=False):
+    """``array`` plus zeros of ``shape`` (its adjoint sums the broadcast axes)."""
+    return array + np.zeros(shape)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """Indexing with an integer array (of the flattened array: axis None)."""
+    _ = unsupported(out=out)
+    if axis is None:
+        result = np.ravel(a)[indices]
+    else:
+        ax = normalize(axis, np.ndim(a))
+        picked = np.moveaxis(a, ax, 0)[indices]
+        if np.ndim(indices) == 0:
+            result = picked
+        else:
+            rank = np.ndim(a) + one_axis(np.ndim(indices))   # x[idx] has an unknown rank
+            result = np.transpose(picked, moved(rank, 0, ax))
+    return result

@@ -1,0 +1,124 @@
+"""User code calling NumPy/SciPy functions implemented in s2s_ad/library/."""
+import numpy as np
+import scipy.special as sc
+
+
+def var_axis(x):
+    return np.var(x, axis=0, ddof=1)
+
+
+def var_all(x):
+    return np.var(x)
+
+
+def std_keep(x):
+    return np.std(x, axis=1, keepdims=True)
+
+
+def var_method(x):
+    return x.var(axis=-1)
+
+
+def average_w(x):
+    return np.average(x, axis=1, weights=np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def average_plain(x):
+    return np.average(x)
+
+
+def ptp_axis(x):
+    return np.ptp(x, axis=0)
+
+
+def nan_stats(x):
+    y = np.where(x > 1.5, np.nan, x)
+    return np.nansum(y, axis=0) + np.nanmean(y, axis=0) + np.nanmax(y, axis=0) + np.nanmin(y)
+
+
+def diff2(x):
+    return np.diff(x, 2)
+
+
+def diff_axis0(x):
+    return np.diff(x, axis=0)
+
+
+def logaddexps(x):
+    return np.logaddexp(x, x[::-1]) + np.logaddexp2(x, 0.5)
+
+
+def flips(x):
+    return np.flip(x) + 2.0 * np.flip(x, 0) + 3.0 * np.fliplr(x) + 4.0 * np.flipud(x)
+
+
+def moves(x):
+    return np.moveaxis(x, 0, -1) + 2.0 * np.swapaxes(x, 0, 1)
+
+
+def rot(x):
+    return np.rot90(x) + np.rot90(x, 3) + np.rot90(np.rot90(x, 2), -1) * 2.0
+
+
+def rolls(x):
+    return np.roll(x, 1) + 2.0 * np.roll(x, -1, axis=1)
+
+
+def stacks(x):
+    v = x[0]
+    return np.sum(np.hstack((x, x))) + np.sum(np.vstack((x, v)) ** 2) + \
+        np.sum(np.column_stack((v, v)) ** 3) + np.sum(np.dstack((x, x)) * 1.5) + \
+        np.sum(np.hstack((v, v)) ** 2)
+
+
+def atleasts(x):
+    return np.sum(np.atleast_2d(x[0]) ** 2) + np.sum(np.atleast_1d(x[0, 0]) ** 3)
+
+
+def takes(x):
+    return np.take(x, np.array([2, 0, 0]), axis=1) * 2.0 + np.take(x, np.array([1, 4, 5]))[0]
+
+
+def broadcasts(x):
+    return np.broadcast_to(x[0], (3, 4)) * x
+
+
+def special(x):
+    return sc.expit(x) + sc.logit(sc.expit(x)) + sc.softmax(x, axis=1) + sc.log_softmax(x)
+
+
+def lse(x):
+    return sc.logsumexp(x, axis=1) + sc.logsumexp(x, b=np.ones((3, 4)) * 2.0)
+
+
+def xlogs(x):
+    return sc.xlogy(x, x * x + 1.0) + sc.xlog1py(x, x * x)
+
+
+def elementwise(x):
+    return np.sinc(x) + np.deg2rad(x) + np.rad2deg(x) * 0.01 + np.fmax(x, 0.2) + \
+        np.fmin(x, 0.3) + np.copysign(x, x - 0.5) + np.heaviside(x - 0.1, 0.5)
+
+
+def out_kwarg(x):
+    y = np.zeros(4)
+    return np.var(x, axis=0, out=y)
+
+
+def bad_kwarg(x):
+    return np.var(x, where=x > 0)
+
+
+def unsupported_fft(x):
+    return np.sum(np.fft.fft(x).real)
+
+
+def no_rule(x):
+    return np.sum(np.i0(x))
+
+
+def jit_cases(x):
+    """The sum of tests/test_library.py's JIT cases (one compiled function)."""
+    return np.sum(np.sin(std_keep(x))) + np.sum(np.sin(nan_stats(x) * 1.1)) + \
+        np.sum(np.sin(stacks(x) * 1.2)) + np.sum(np.sin(lse(x) * 1.3)) + \
+        np.sum(np.sin(elementwise(x) * 1.4))

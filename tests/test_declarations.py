@@ -1,0 +1,106 @@
+"""The declaration is the only place a primitive's facts live.
+
+The transforms (s2s_ad/forward.py, reverse.py, vectorize.py, widen.py,
+ranks.py, scalarize.py, mixed.py, anf.py, adjoints.py) read a primitive's
+facts from its :class:`s2s_ad.rules.Rule` (``rank``, ``batch``, ``vjp``,
+``jvp``, ``linear``, ``mutates``...).  This test scans their source for
+string literals naming a rule (a key of ``rules.RULES``):
+
+- ``rules.RULES["np.add"]`` / ``INTERNAL[...]`` is *emission*: the transform
+  builds code with that primitive (a cotangent sum, a tangent product).
+  Allowed everywhere.
+- Any other literal (``name == "np.eye"``, ``name in ("np.dot", ...)``) is a
+  transform testing for one primitive: a per-primitive fact kept outside its
+  declaration.  Allowed only for STRUCTURAL names, and for the PENDING
+  entries below, which must only shrink (a stale entry fails too).
+"""
+import ast
+import pathlib
+
+import pytest
+
+from s2s_ad import rules
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "s2s_ad"
+TRANSFORMS = ("forward.py", "reverse.py", "vectorize.py", "widen.py", "ranks.py",
+              "scalarize.py", "mixed.py", "anf.py", "adjoints.py")
+
+# Language plumbing the lowering itself creates, not NumPy functions a user
+# calls: indexing and index assignment, the join copy of branches and loops,
+# dtype, the boolean operators, len/int/float of Python values, and
+# stop_gradient.  Each transform handles them as syntax (their behaviour is
+# the language's), so naming them is structural.
+STRUCTURAL = {"getitem", "setitem", "copy", "dtype", "and", "or", "not", "len", "int",
+              "float", "stop_gradient"}
+
+# Per-primitive facts still kept in a transform (to be moved into Rule fields).
+# Moved so far: the output ranks of np.eye, np.arange, np.shape, np.outer,
+# np.ravel, np.expand_dims, np.dot, np.matmul, np.inner (Rule.rank, declared
+# in s2s_ad/rules/arrays.py).
+PENDING = {
+"forward.py": {"np.logical_and", "np.logical_or"},
+    "reverse.py": {"np.abs", "np.add", "np.asarray", "np.divide", "np.equal", "np.expand_dims", "np.floor_divide", "np.greater", "np.greater_equal", "np.less", "np.less_equal", "np.matmul", "np.mean", "np.mod", "np.multiply", "np.negative", "np.not_equal", "np.positive", "np.power", "np.ravel", "np.reshape", "np.square", "np.squeeze", "np.subtract", "np.sum", "np.transpose"},
+    "vectorize.py": {"np.arange", "np.argmax", "np.argmin", "np.argsort", "np.array", "np.asarray", "np.concatenate", "np.copy", "np.dot", "np.empty", "np.empty_like", "np.expand_dims", "np.eye", "np.full_like", "np.inner", "np.matmul", "np.max", "np.mean", "np.min", "np.ndim", "np.ones", "np.ones_like", "np.outer", "np.prod", "np.ravel", "np.reshape", "np.round", "np.shape", "np.size", "np.squeeze", "np.stack", "np.sum", "np.transpose", "np.zeros", "np.zeros_like"},
+    "widen.py": {"np.copy", "np.empty", "np.empty_like", "np.zeros", "np.zeros_like"},
+    "ranks.py": {"np.arange", "np.argmax", "np.argmin", "np.array", "np.asarray", "np.concatenate", "np.copy", "np.empty", "np.empty_like", "np.eye", "np.full", "np.full_like", "np.max", "np.mean", "np.min", "np.ndim", "np.negative", "np.ones", "np.ones_like", "np.positive", "np.prod", "np.reshape", "np.round", "np.shape", "np.size", "np.stack", "np.sum", "np.transpose", "np.zeros", "np.zeros_like"},
+    "scalarize.py": {"np.array", "np.dot", "np.inner", "np.ones", "np.sum", "np.zeros"},
+    "mixed.py": set(),
+    "anf.py": {"np.abs", "np.add", "np.array", "np.asarray", "np.expand_dims", "np.maximum", "np.minimum", "np.multiply", "np.ndim", "np.ravel", "np.reshape", "np.shape", "np.size", "np.squeeze", "np.transpose"},
+    "adjoints.py": {"np.asarray", "np.copy", "np.ravel", "np.reshape", "np.sum", "np.transpose"},
+}
+
+
+def _emitted(node, parents):
+    parent = parents.get(node)
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        v = parent.value
+        return (isinstance(v, ast.Attribute) and v.attr in ("RULES", "INTERNAL")) or \
+            (isinstance(v, ast.Name) and v.id in ("RULES", "INTERNAL"))
+    return False
+
+
+def named_primitives(filename):
+    """{name: [line, ...]} of string literals naming a rule, not emission."""
+    tree = ast.parse((ROOT / filename).read_text())
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                node.value in rules.RULES and not _emitted(node, parents):
+            found.setdefault(node.value, []).append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("filename", TRANSFORMS)
+def test_transforms_name_no_new_primitive(filename):
+    found = named_primitives(filename)
+    extra = {n: lines for n, lines in found.items()
+             if n not in STRUCTURAL and n not in PENDING[filename]}
+    assert not extra, (f"s2s_ad/{filename} names primitives {extra} (name: lines): put the "
+                       f"fact in the rule's declaration (a Rule field) and read it from there")
+
+
+@pytest.mark.parametrize("filename", TRANSFORMS)
+def test_pending_list_only_shrinks(filename):
+    stale = PENDING[filename] - set(named_primitives(filename))
+    assert not stale, f"remove {sorted(stale)} from PENDING[{filename!r}]: no longer named there"
+
+
+def test_the_scan_sees_a_named_primitive(tmp_path):
+    """The scanner flags a comparison and skips emission (it can fail)."""
+    (tmp_path / "t.py").write_text('def f(s):\n    x = rules.RULES["np.add"]\n'
+                                   '    return s.rule.name == "np.eye"\n')
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert named_primitives("t.py") == {"np.eye": [3]}
+    finally:
+        ROOT = saved
+
+
+def test_moved_ranks_are_declared():
+    for name in ("np.eye", "np.arange", "np.shape", "np.outer", "np.ravel", "np.expand_dims",
+                 "np.dot", "np.matmul", "np.inner"):
+        assert rules.RULES[name].rank is not None, name
+    assert rules.RULES["np.matmul"].rank([2, 1], {}) == 1
+    assert rules.RULES["np.dot"].rank([0, 2], {}) == 2

@@ -1,0 +1,214 @@
+"""Tiered execution: ad.jit(..., compile="tiered") answers from the NumPy
+module while Numba compiles in the background, then switches to compiled code.
+
+Every derivative is checked against its closed form.  "During compilation"
+is made certain, not left to timing: the test holds Numba's global compiler
+lock, so the background compile cannot finish until it is released.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba.core.compiler_lock import global_compiler_lock
+
+import s2s_ad as ad
+from s2s_ad import tiers
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "tests" / "programs"
+sys.path.insert(0, str(PROGRAMS))
+import compile_time as P  # noqa: E402
+
+X = np.linspace(-1.0, 1.0, 40)
+W = np.linspace(0.5, 1.5, 40)
+
+
+def loss_grad(x, w):
+    return 2 * np.tanh(x * w) * (1 - np.tanh(x * w) ** 2) * w
+
+
+def td_grad(theta, s):
+    return np.dot(theta, s) * s
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
+
+
+def _numba(st):
+    return getattr(st.compiled, st.entry)
+
+
+def test_a_call_during_compilation_returns_the_right_answer():
+    g = ad.jit(ad.grad(P.td_loss), compile="tiered")
+    theta, s = np.array([0.2, -0.2, 0.1]), np.array([1.0, 2.0, -0.5])
+    with global_compiler_lock:                     # the background compile waits
+        first = g(theta, s)
+        st = g._last
+        assert st.tier.thread.is_alive()
+        assert st.function is not _numba(st)       # the NumPy module's entry point
+        during = [g(theta, s * k) for k in range(1, 4)]
+    np.testing.assert_allclose(first, td_grad(theta, s), rtol=1e-14)
+    for k, got in zip(range(1, 4), during):
+        np.testing.assert_allclose(got, td_grad(theta, s * k), rtol=1e-14)
+    st.tier.wait()
+    assert st.tier.error is None
+    after = g(theta, s)
+    assert g._last.function is _numba(st)          # switched to compiled code
+    np.testing.assert_allclose(after, first, rtol=1e-13)
+    assert "while numba.njit compiles in the background" in ad.source(g)
+
+
+def test_tiered_results_equal_eager_compilation():
+    eager = ad.jit(ad.value_and_grad(P.loss, argnums=(0, 1)))
+    want = eager(X, W)
+    tiered = ad.jit(ad.value_and_grad(P.loss, argnums=(0, 1)), compile="tiered")
+    with global_compiler_lock:
+        during = tiered(X, W)
+    tiered._last.tier.wait()
+    after = [tiered(X, W) for _ in range(2)]      # the first measures Numba against NumPy
+    assert tiered._last.execution in ("numba", "numpy")
+    for got in [during] + after:
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+        for a, b in zip(got[1], want[1]):
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+    np.testing.assert_allclose(want[1][0], loss_grad(X, W), rtol=1e-12)
+
+
+def test_threads_calling_during_compilation_all_get_their_answer():
+    g = ad.jit(ad.grad(P.loss), compile="tiered")
+    results, errors = {}, []
+
+    def worker(k):
+        try:
+            results[k] = [g(X * k, W) for _ in range(5)]
+        except Exception as exc:     # noqa: BLE001  (reported below)
+            errors.append(exc)
+    with global_compiler_lock:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in (1.0, 0.5, -2.0)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        # Every thread answered while the compile could not finish: none waited for it.
+        assert not any(t.is_alive() for t in threads)
+    assert not errors
+    for k, got in results.items():
+        for r in got:
+            np.testing.assert_allclose(r, loss_grad(X * k, W), rtol=1e-12)
+    g._last.tier.wait()
+    np.testing.assert_allclose(g(X, W), loss_grad(X, W), rtol=1e-12)
+
+
+def test_a_scalar_loop_waits_for_the_compile():
+    g = ad.jit(ad.grad(P.scalar_loop), compile="tiered")
+    got = g(0.3, 50)
+    st = g._last
+    assert st.tier.thread is None and st.function is _numba(st)
+    k = np.arange(50)
+    assert got == pytest.approx(np.sum(np.cos(0.3 + k) * k / 50), rel=1e-12)
+    text = ad.source(g)
+    assert "waited: the NumPy module would run the scalar loop at line" in text
+
+
+def test_the_estimate_tells_scalar_loops_from_array_loops():
+    def estimate(fn, *args):
+        t = ad.grad(fn)
+        t(*args)                                   # the NumPy backend: nothing compiled
+        return tiers.scalar_loop(t._last)
+    assert estimate(P.loss, X, W) is None                        # no loop
+    assert estimate(P.components, X, 3) is None                  # array work per iteration
+    assert isinstance(estimate(P.loop_over_array, X), int)       # one element per iteration
+    assert isinstance(estimate(P.scalar_loop, 0.3, 5), int)
+
+
+def test_compile_mode_is_checked():
+    with pytest.raises(ValueError, match="compile must be one of"):
+        ad.jit(P.loss, compile="lazy")
+
+
+NEXT_PROCESS = """
+    import json, sys
+    import numpy as np
+    import compile_time as P
+    import s2s_ad as ad
+    g = ad.jit(ad.grad(P.loss), compile="tiered")
+    x, w = np.linspace(-1.0, 1.0, 40), np.linspace(0.5, 1.5, 40)
+    grad = g(x, w)
+    st = g._last
+    note = st.tier.note
+    st.tier.wait() if sys.argv[1] == "wait" else None
+    d = getattr(st.compiled, st.entry)
+    print(json.dumps({"grad": grad.tolist(), "note": note,
+                      "hits": sum(d.stats.cache_hits.values()),
+                      "misses": sum(d.stats.cache_misses.values())}))
+"""
+
+
+def _run(cache, how):
+    env = dict(os.environ, S2S_AD_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), str(PROGRAMS),
+                                                        os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(NEXT_PROCESS), how], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_next_process_starts_compiled(tmp_path):
+    # The first process ends right after its first call: it waits for the
+    # background compile at exit (no thread left behind), which saves it.
+    first = _run(tmp_path, "exit")
+    assert "while numba.njit compiles in the background" in first["note"]
+    assert any(p.suffix == ".nbc" for p in Path(tmp_path).rglob("*"))
+    second = _run(tmp_path, "wait")
+    assert "loads its code from the disk cache" in second["note"]
+    assert second["hits"] == 1 and second["misses"] == 0
+    for r in (first, second):
+        np.testing.assert_allclose(r["grad"], loss_grad(X, W), rtol=1e-12)
+
+
+def test_precompile_waits_for_compiled_code_under_tiered_jit():
+    g = ad.jit(ad.grad(P.loss), compile="tiered")
+    spec = ad.ShapeDtypeStruct((40,), np.float64)
+    assert ad.precompile(g, spec, spec) is g
+    st = g._last
+    assert st.tier.thread is None and st.function is _numba(st)
+    assert "waited: ad.precompile" in st.tier.note
+    np.testing.assert_allclose(g(X, W), loss_grad(X, W), rtol=1e-12)
+
+
+# -- repeat calls: the kept per-call plans of vmap and jacfwd --------------------------
+
+def test_repeat_calls_of_a_compiled_vmap_follow_new_values_and_shapes():
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)))
+    theta = np.array([0.2, -0.2, 0.1])
+    rng = np.random.default_rng(1)
+    for n in (4, 4, 7, 4):                        # the plan, another batch size, the plan
+        s = rng.normal(size=(n, 3))
+        np.testing.assert_allclose(f(theta, s), (s @ theta)[:, None] * s, rtol=1e-13)
+    assert f._plans                                # kept, so later calls take the plan
+    with pytest.raises(ValueError, match="in_axes"):
+        f(theta, s, s)                             # the checked path still checks
+    moved = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 1), out_axes=1))
+    for _ in range(2):
+        s = rng.normal(size=(3, 5))
+        want = ((s.T @ theta)[:, None] * s.T).T
+        np.testing.assert_allclose(moved(theta, s), want, rtol=1e-13)
+    assert "vmap_loop" in ad.source(f)
+
+
+def test_repeat_calls_of_a_compiled_jacfwd_follow_new_values():
+    jac = ad.jit(ad.jacfwd(P.tanh_vec))
+    for k in range(3):
+        x = np.linspace(-1.0, 1.0, 20) * (k + 1)
+        got = jac(x)
+        assert got.flags.c_contiguous
+        np.testing.assert_allclose(got, np.diag(1 - np.tanh(x) ** 2), rtol=1e-13, atol=1e-15)
