@@ -151,8 +151,10 @@ class Transformed:
         st = self._built.get((trees, ranks, lengths))
         if st is None:
             st = self.state(trees, ranks, lengths)
-        if st.tier is not None and not st.tier.started and \
-                len(leaves) == st.function.py_func.__code__.co_argcount:
+        # The Numba entry's own arity: st.function may already be the NumPy
+        # entry that another thread's first call put there.
+        if st.tier is not None and not st.tier.started and len(leaves) == \
+                getattr(st.compiled, st.entry).py_func.__code__.co_argcount:
             st.tier.first_call(st, leaves)        # compiled, or NumPy while compiling
         if st.alternative is not None and not st.execution and \
                 self.kind not in _COTANGENT_KINDS and (st.tier is None or st.tier.thread is None):
@@ -721,12 +723,12 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
     ``compile="tiered"``: a call whose compiled code is not ready runs the
     generated module on NumPy while Numba compiles it in the background
     (see :mod:`s2s_ad.tiers`); ``"eager"``: the first call compiles.
-    ``None``: ``$S2S_AD_COMPILE``, by default ``"eager"``.
+    ``None``: ``$S2S_AD_COMPILE``, by default ``"tiered"``.
     """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     if compile is None:
-        compile = os.environ.get("S2S_AD_COMPILE") or "eager"
+        compile = os.environ.get("S2S_AD_COMPILE") or tiers.DEFAULT
         if compile not in tiers.MODES:
             raise ValueError(f"S2S_AD_COMPILE must be one of {tiers.MODES}, got {compile!r}")
     if compile not in tiers.MODES:

@@ -1,4 +1,5 @@
-"""Tiered execution under ``ad.jit(..., compile="tiered")``.
+"""Tiered execution under ``ad.jit`` (the default; ``compile="eager"`` or
+``S2S_AD_COMPILE=eager`` compiles on the first call instead).
 
 Compiling a generated module with Numba takes seconds; running the same
 module as plain NumPy code (the ``python`` backend) takes milliseconds to
@@ -31,12 +32,14 @@ this one.  A compile that fails (code Numba cannot compile) raises its
 error from the next call, as eager compilation raises it from the first.
 """
 import contextlib
+import os
 import threading
 
 from . import backends
 from .ir import Call, For, Prim, While, walk
 
 MODES = ("tiered", "eager")
+DEFAULT = "tiered"          # of ad.jit without compile= and without $S2S_AD_COMPILE
 
 _LOCAL = threading.local()
 
@@ -102,6 +105,7 @@ class Tier:
                      f"the background, then compiled code")
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
                                        name=f"s2s_ad compile {st.entry}")
+        _RUNNING.add(self.thread)
         self.thread.start()
 
     def _compile(self, st, dispatcher, sig):
@@ -110,8 +114,10 @@ class Tier:
         except BaseException as error:      # noqa: BLE001  (raised from the next call)
             self.error = error
             st.function = self._failed
-            return
-        st.function = self._chooser(st) if self.choose else dispatcher
+        else:
+            st.function = self._chooser(st) if self.choose else dispatcher
+        finally:
+            _RUNNING.discard(threading.current_thread())
 
     def _failed(self, *args):
         raise self.error
@@ -133,6 +139,23 @@ class Tier:
 
 
 _STARTING = threading.Lock()
+
+# Compile threads still running.  A fork waits for them: a child forked while
+# one holds Numba's compiler lock would inherit the lock held by a thread that
+# does not exist there, and hang at its first compile (multiprocessing's
+# "fork" start method, os.fork).
+_RUNNING = set()
+
+
+def _wait_before_fork():
+    me = threading.current_thread()
+    for thread in list(_RUNNING):
+        if thread is not me:
+            thread.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_wait_before_fork)
 
 
 def scalar_loop(st):

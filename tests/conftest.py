@@ -13,6 +13,16 @@ import tempfile
 import numpy as np
 import pytest
 
+# ad.jit's default is tiered execution: a first call answers from the NumPy
+# module while Numba compiles in the background.  Most tests call a jitted
+# function once and must check the compiled code (its numbers, its signatures,
+# Numba's errors), not the NumPy tier, so the suite compiles eagerly unless
+# S2S_AD_COMPILE says otherwise; tests/test_tiered.py asks for
+# compile="tiered" itself and checks the library default in a process without
+# the variable.  Set before s2s_ad is imported; subprocesses the tests start
+# (the CLI, cache and fuzz tests, dask workers) inherit it.
+os.environ.setdefault("S2S_AD_COMPILE", "eager")
+
 
 def load_program(path):
     """Import a program file as a module named after it (once per session).

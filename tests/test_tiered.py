@@ -1,4 +1,5 @@
-"""Tiered execution: ad.jit(..., compile="tiered") answers from the NumPy
+"""Tiered execution (ad.jit's default; the suite compiles eagerly, see
+conftest.py, so these tests ask for compile="tiered"): answers from the NumPy
 module while Numba compiles in the background, then switches to compiled code.
 
 Every derivative is checked against its closed form.  "During compilation"
@@ -7,6 +8,7 @@ lock, so the background compile cannot finish until it is released.
 """
 import json
 import os
+import queue as queue_module
 import subprocess
 import sys
 import textwrap
@@ -66,8 +68,43 @@ def test_a_call_during_compilation_returns_the_right_answer():
     assert "while numba.njit compiles in the background" in ad.source(g)
 
 
+def _forked_child(g, queue):
+    # Runs in a process forked while g's compile was under way (see below).
+    got = g(X, W)
+    st = g._last
+    other = ad.jit(ad.grad(P.td_loss), compile="eager")     # needs Numba's compiler lock
+    theta, s = np.array([0.2, -0.2, 0.1]), np.array([1.0, 2.0, -0.5])
+    queue.put((got.tolist(), st.function is _numba(st), other(theta, s).tolist()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_fork_during_compilation_waits_for_it():
+    import multiprocessing
+    g = ad.jit(ad.grad(P.loss), compile="tiered")
+    with global_compiler_lock:
+        g(X, W)
+        assert g._last.tier.thread.is_alive()
+    # The compile now runs under Numba's lock: forking at once would hand the
+    # child a lock held by a thread it does not have.  The fork waits instead.
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_forked_child, args=(g, queue))
+    child.start()
+    assert not g._last.tier.thread.is_alive()
+    try:
+        got, compiled, other = queue.get(timeout=300)
+    except queue_module.Empty:
+        child.kill()
+        pytest.fail("the forked child hung (on Numba's compiler lock) or failed")
+    child.join(timeout=60)
+    assert child.exitcode == 0 and compiled
+    np.testing.assert_allclose(got, loss_grad(X, W), rtol=1e-12)
+    np.testing.assert_allclose(other, td_grad(np.array([0.2, -0.2, 0.1]),
+                                              np.array([1.0, 2.0, -0.5])), rtol=1e-12)
+
+
 def test_tiered_results_equal_eager_compilation():
-    eager = ad.jit(ad.value_and_grad(P.loss, argnums=(0, 1)))
+    eager = ad.jit(ad.value_and_grad(P.loss, argnums=(0, 1)), compile="eager")
     want = eager(X, W)
     tiered = ad.jit(ad.value_and_grad(P.loss, argnums=(0, 1)), compile="tiered")
     with global_compiler_lock:
@@ -173,6 +210,50 @@ def test_the_next_process_starts_compiled(tmp_path):
     assert second["hits"] == 1 and second["misses"] == 0
     for r in (first, second):
         np.testing.assert_allclose(r["grad"], loss_grad(X, W), rtol=1e-12)
+
+
+DEFAULT_MODE = """
+    import json
+    import numpy as np
+    import compile_time as P
+    import s2s_ad as ad
+    g = ad.jit(ad.grad(P.loss))
+    x, w = np.linspace(-1.0, 1.0, 40), np.linspace(0.5, 1.5, 40)
+    grad = g(x, w)
+    st = g._last
+    print(json.dumps({"compile": g.options["compile"], "grad": grad.tolist(),
+                      "background": st.tier is not None and st.tier.thread is not None,
+                      "note": st.tier.note if st.tier is not None else None}))
+"""
+
+
+@pytest.mark.parametrize("setting", [None, "eager", "tiered"])
+def test_the_default_is_tiered_and_the_variable_switches_it(tmp_path, setting):
+    # A process of its own: the test suite sets S2S_AD_COMPILE=eager (conftest).
+    env = {k: v for k, v in os.environ.items() if k != "S2S_AD_COMPILE"}
+    if setting is not None:
+        env["S2S_AD_COMPILE"] = setting
+    env["S2S_AD_CACHE_DIR"] = str(tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(PROGRAMS),
+                                                      os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(DEFAULT_MODE)], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    want = setting or "tiered"
+    assert got["compile"] == want
+    assert got["background"] == (want == "tiered")
+    if want == "tiered":
+        assert "while numba.njit compiles in the background" in got["note"]
+    else:
+        assert got["note"] is None
+    np.testing.assert_allclose(got["grad"], loss_grad(X, W), rtol=1e-12)
+
+
+def test_a_bad_compile_variable_is_an_error(monkeypatch):
+    monkeypatch.setenv("S2S_AD_COMPILE", "lazy")
+    with pytest.raises(ValueError, match="S2S_AD_COMPILE must be one of"):
+        ad.jit(P.loss)
 
 
 def test_precompile_waits_for_compiled_code_under_tiered_jit():
