@@ -38,6 +38,17 @@ def load_program(path):
     return sys.modules[name]
 
 
+def fd_jacobian(f, x, eps=1e-6):
+    """Central-difference Jacobian of ``f`` at ``x``: shape ``out.shape + x.shape``."""
+    out = np.asarray(f(x), dtype=float)
+    jac = np.zeros(out.shape + np.shape(x))
+    for i in np.ndindex(np.shape(x)):
+        d = np.zeros_like(x)
+        d[i] = eps
+        jac[(...,) + i] = (np.asarray(f(x + d)) - np.asarray(f(x - d))) / (2 * eps)
+    return jac
+
+
 def pytest_configure(config):
     if "S2S_AD_CACHE_DIR" not in os.environ:
         folder = tempfile.mkdtemp(prefix="s2s_ad_test_cache_")

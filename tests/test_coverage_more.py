@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 import scipy.special as sc
+from conftest import fd_jacobian
 from s2s_ad.runtime import scans, special
 
 import s2s_ad as ad
@@ -20,23 +21,13 @@ RNG = np.random.default_rng(11)
 X = RNG.uniform(0.2, 1.8, (3, 4))
 
 
-def _numeric_jacobian(f, x, eps=1e-6):
-    out = np.asarray(f(x), dtype=float)
-    jac = np.zeros(out.shape + np.shape(x))
-    for i in np.ndindex(np.shape(x)):
-        d = np.zeros_like(x)
-        d[i] = eps
-        jac[(...,) + i] = (np.asarray(f(x + d)) - np.asarray(f(x - d))) / (2 * eps)
-    return jac
-
-
 ARRAY_CASES = ["scans", "orders", "quantiles", "specials"]
 
 
 @pytest.mark.parametrize("name", ARRAY_CASES)
 def test_reverse_and_forward(name):
     f = getattr(cm, name)
-    expected = _numeric_jacobian(f, X)
+    expected = fd_jacobian(f, X)
     np.testing.assert_allclose(ad.jacrev(f)(X), expected, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(ad.jacfwd(f)(X), expected, rtol=1e-5, atol=1e-7)
     check_jvp(f, (X,))
@@ -50,13 +41,13 @@ def test_vmap(name, method):
     np.testing.assert_allclose(ad.vmap(f, method=method)(xs), np.stack([f(x) for x in xs]),
                                rtol=1e-12)
     np.testing.assert_allclose(ad.vmap(ad.jacrev(f), method=method)(xs),
-                               np.stack([_numeric_jacobian(f, x) for x in xs]),
+                               np.stack([fd_jacobian(f, x) for x in xs]),
                                rtol=1e-5, atol=1e-7)
 
 
 def test_math_functions():
     for x in (0.4, 1.3):
-        np.testing.assert_allclose(ad.grad(cm.maths)(x), _numeric_jacobian(cm.maths, x),
+        np.testing.assert_allclose(ad.grad(cm.maths)(x), fd_jacobian(cm.maths, x),
                                    rtol=1e-6)
 
 
@@ -72,7 +63,7 @@ def test_cumprod_adjoint_is_exact_at_zeros():
     for axis in (None, 0, 1):
         out = np.cumprod(a, axis=axis)
         gg = g.reshape(out.shape)
-        jac = _numeric_jacobian(lambda x: np.sum(gg * np.cumprod(x, axis=axis)), a)
+        jac = fd_jacobian(lambda x: np.sum(gg * np.cumprod(x, axis=axis)), a)
         np.testing.assert_allclose(scans.cumprod_grad(gg, a, out, axis), jac, atol=1e-8)
 
 
@@ -80,7 +71,7 @@ def test_compiled():
     """One ad.jit gradient through cumsum, cumprod, sort, median, quantile,
     percentile, argsort and take_along_axis."""
     got = ad.jit(ad.grad(cm.scans_loss))(X)
-    np.testing.assert_allclose(got, _numeric_jacobian(cm.scans_loss, X), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got, fd_jacobian(cm.scans_loss, X), rtol=1e-5, atol=1e-7)
 
 
 def test_numba_kernels_match_scipy():

@@ -3,6 +3,7 @@ scipy.special.betaln (written in NumPy, s2s_ad/library/blocks.py) in every
 mode against finite differences, and the errors for functions with no rule."""
 import numpy as np
 import pytest
+from conftest import fd_jacobian
 
 import s2s_ad as ad
 from s2s_ad.testing import check_jvp, check_vjp
@@ -18,16 +19,6 @@ CASES = ["pad_constant", "pad_widths", "pad_fill", "pad_edge", "pad_reflect",
          "betaln"]
 
 
-def _numeric_jacobian(f, x, eps=1e-6):
-    out = np.asarray(f(x), dtype=float)
-    jac = np.zeros(out.shape + x.shape)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        jac[(...,) + i] = (np.asarray(f(x + d)) - np.asarray(f(x - d))) / (2 * eps)
-    return jac
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_values_are_numpys(name):
     f = getattr(prog, name)
@@ -41,7 +32,7 @@ def test_grad_of_weighted_sum(name):
 
     def weighted(x):
         return np.sum(f(x) * w)
-    np.testing.assert_allclose(ad.grad(weighted)(X), np.tensordot(w, _numeric_jacobian(f, X),
+    np.testing.assert_allclose(ad.grad(weighted)(X), np.tensordot(w, fd_jacobian(f, X),
                                                                    axes=np.ndim(w)),
                                rtol=1e-6, atol=1e-8)
 
@@ -56,7 +47,7 @@ def test_vjp_and_jvp(name):
 @pytest.mark.parametrize("name", CASES)
 def test_jacrev(name):
     f = getattr(prog, name)
-    np.testing.assert_allclose(ad.jacrev(f)(X), _numeric_jacobian(f, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ad.jacrev(f)(X), fd_jacobian(f, X), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("method", ["loop", "vectorize"])
@@ -67,7 +58,7 @@ def test_vmap(name, method):
     np.testing.assert_allclose(ad.vmap(f, method=method)(xs), np.stack([f(x) for x in xs]),
                                rtol=1e-12)
     jac = ad.vmap(ad.jacrev(f), method=method)(xs)
-    np.testing.assert_allclose(jac, np.stack([_numeric_jacobian(f, x) for x in xs]),
+    np.testing.assert_allclose(jac, np.stack([fd_jacobian(f, x) for x in xs]),
                                rtol=1e-6, atol=1e-8)
 
 
@@ -78,7 +69,7 @@ def jit_grad():
 
 def test_every_case_in_one_compiled_loss(jit_grad):
     """All cases in one loss, one Numba compile: gradient vs finite differences."""
-    np.testing.assert_allclose(jit_grad(X), _numeric_jacobian(prog.loss, X), rtol=1e-6,
+    np.testing.assert_allclose(jit_grad(X), fd_jacobian(prog.loss, X), rtol=1e-6,
                                atol=1e-8)
     np.testing.assert_allclose(ad.jit(prog.loss)(X), prog.loss(X), rtol=1e-12)
 

@@ -7,6 +7,7 @@ methods per family, and a few under ``ad.jit``.
 """
 import numpy as np
 import pytest
+from conftest import fd_jacobian
 
 import s2s_ad as ad
 from s2s_ad.testing import check_jvp
@@ -21,20 +22,10 @@ CASES = ["var_axis", "var_all", "std_keep", "var_method", "average_w", "average_
          "xlogs", "elementwise"]
 
 
-def _numeric_jacobian(f, x, eps=1e-6):
-    out = np.asarray(f(x), dtype=float)
-    jac = np.zeros(out.shape + x.shape)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        jac[(...,) + i] = (np.asarray(f(x + d)) - np.asarray(f(x - d))) / (2 * eps)
-    return jac
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_jacrev_matches_finite_differences(name):
     f = getattr(lib, name)
-    np.testing.assert_allclose(ad.jacrev(f)(X), _numeric_jacobian(f, X), rtol=1e-5,
+    np.testing.assert_allclose(ad.jacrev(f)(X), fd_jacobian(f, X), rtol=1e-5,
                                atol=1e-7)
 
 
@@ -42,7 +33,7 @@ def test_jacrev_matches_finite_differences(name):
 def test_vjp_of_random_cotangent(name):
     f = getattr(lib, name)
     w = RNG.uniform(-1, 1, np.shape(f(X)))
-    jac = _numeric_jacobian(f, X)
+    jac = fd_jacobian(f, X)
     expected = np.tensordot(w, jac, axes=np.ndim(w))
     got = ad.vjp(f, X)[1](w)[0]
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
@@ -66,7 +57,7 @@ def test_vmap_matches_loop(name, method):
     expected = np.stack([f(x) for x in xs])
     np.testing.assert_allclose(ad.vmap(f, method=method)(xs), expected, rtol=1e-12)
     jac = ad.vmap(ad.jacrev(f), method=method)(xs)
-    np.testing.assert_allclose(jac, np.stack([_numeric_jacobian(f, x) for x in xs]),
+    np.testing.assert_allclose(jac, np.stack([fd_jacobian(f, x) for x in xs]),
                                rtol=1e-5, atol=1e-7)
 
 
@@ -86,7 +77,7 @@ def test_jit():
     """Every JIT case under ad.jit, through one compiled gradient of their sum."""
     loss = lib.jit_cases
     got = ad.jit(ad.grad(loss))(X)
-    np.testing.assert_allclose(got, _numeric_jacobian(loss, X), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got, fd_jacobian(loss, X), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(loss(X), _jit_loss(X), rtol=1e-12)
 
 
