@@ -888,16 +888,21 @@ def norm_grad(g, x, out, ord=None, axis=None, keepdims=False):
 
 # -- vmap of a rule with no vectorized form: once per example ---------------------
 
+#: Runs a rule (or one of its VJP templates) over the examples of a batch:
+#: ``s2s_ad.rules.linalg.apply_rule``, which sets it here when it is imported
+#: -- before the compiler can have generated a module that calls map_rule.
+#: (The runtime is below the rules; it is handed the function, never imports it.)
+RULE_RUNNER = None
+
+
 def map_rule(rule, batched, *args, **kwargs):
     """The rule named ``rule`` applied to each example (``batched`` flags the operands)."""
-    from s2s_ad.rules.linalg import apply_rule
-    return apply_rule(rule, batched, None, args, kwargs)
+    return RULE_RUNNER(rule, batched, None, args, kwargs)
 
 
 def map_rule_vjp(rule, batched, which, g, out, *args, **kwargs):
     """Per-example VJP of ``rule`` for operand ``which``, summed over the batch if unbatched."""
-    from s2s_ad.rules.linalg import apply_rule
-    return apply_rule(rule, batched, (which, g, out), args, kwargs)
+    return RULE_RUNNER(rule, batched, (which, g, out), args, kwargs)
 
 
 #: The matrix functions generated code calls as rt.NAME (exported by the package).

@@ -1,8 +1,12 @@
 """s2s_ad: source-to-source automatic differentiation for numerical Python.
 
 Reads the source of plain NumPy/``math`` functions, writes Python source for
-their derivatives, and compiles it with Numba.  See ``API.md`` for the
-contract and ``README.md`` for a tour.
+their derivatives, and compiles it with Numba.  ``README.md`` is the tour:
+its "Architecture" section lists the layers, ``ir`` < ``rules`` < ``analyses``
+< ``codegen`` < ``frontend`` < ``transforms`` < ``backends`` < ``pipeline`` <
+``api`` < the tools at the top level (``testing``, ``oracle``, ``fuzz``,
+``cli``, ``bench``), each importing only downward (``tests/test_layers.py``
+checks it).
 """
 import importlib.util
 import os
@@ -31,12 +35,13 @@ _bind_runtime()
 
 from . import runtime  # noqa: E402
 from ._stop import stop_gradient  # noqa: E402
-from .api import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
-from .batching import vmap  # noqa: E402
-from .custom import custom_jvp, custom_vjp  # noqa: E402
-from .diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
+from .api.core import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
+from .api.jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
+from .api.vmap import vmap  # noqa: E402
+from .backends.diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402
-from .jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
+from .frontend.custom import custom_jvp, custom_vjp  # noqa: E402
+from .ir import pytree  # noqa: E402,F401  (ad.pytree.flatten / unflatten for tests and tools)
 
 __version__ = "0.1.0"
 

@@ -4,7 +4,7 @@
 ``sys.path``, as ``python FILE.py`` has it), transforms ``FUNC`` and prints the
 generated source, the same text as ``ad.source``.  ``s2s-ad compile`` fills
 the disk cache ahead of time (``ad.precompile``) and ``s2s-ad cache info|clear``
-shows or empties it (see s2s_ad.diskcache).  Every failure -- a bad
+shows or empties it (see s2s_ad.backends.diskcache).  Every failure -- a bad
 path, a module that fails to import, source the compiler rejects -- is one
 message on stderr and exit status 1; ``--debug`` adds the Python traceback.
 Usage errors exit 2, as argparse does.

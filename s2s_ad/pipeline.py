@@ -3,19 +3,28 @@
 ``build(request)`` runs :data:`PASSES` in order over a :class:`State`.  Set
 ``S2S_AD_DUMP_AFTER`` to a comma-separated list of pass names (or ``all``)
 to print the source after those passes to stderr, e.g.
-``S2S_AD_DUMP_AFTER=normalize,reverse``.
+``S2S_AD_DUMP_AFTER=normalize,reverse``; ``batch`` and ``widen`` name the
+passes that run inside ``forward`` and ``reverse`` (see
+:mod:`s2s_ad.ir.dump`).
 """
-import os
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, custom, forward, mixed, scalarize, vectorize, widen
-from .anf import Program
-from .ir import For, Var, While, walk
-from .module import ModuleBuilder
+from . import backends
+from .frontend import custom
+from .frontend.anf import Program
+from .ir import For, Var, While, dump, leaves_of, walk
 from .runtime.elementwise import TRANSCENDENTAL
+from .transforms import (
+    batch,
+    forward,
+    mixed,
+    nested,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
+    scalarize,
+    widen,
+)
+from .transforms.module import ModuleBuilder
 
 
 @dataclass
@@ -39,7 +48,7 @@ class Request:
     lengths: tuple = ()
     # Vector mode: for "primal", the tangents the outermost forward layer
     # carries at once (see forward.jvp_function); for "vjp_rows", the rows
-    # one adjoint sweep carries (see s2s_ad.widen).  1 otherwise.
+    # one adjoint sweep carries (see s2s_ad.transforms.widen).  1 otherwise.
     width: int = 1
 
 
@@ -58,7 +67,7 @@ class State:
     execution: str = ""       # cpu target: "numba", or "numpy" when that measured faster
     timings: dict = field(default_factory=dict)     # execution: measured seconds per choice
     out_tree: Any = None      # the user's function's return structure (lists marked)
-    tier: Any = None          # ad.jit(compile="tiered"): a tiers.Tier (see s2s_ad.tiers)
+    tier: Any = None          # ad.jit(compile="tiered"): a tiers.Tier (see s2s_ad.backends.tiers)
 
 
 def parse(st):
@@ -115,8 +124,9 @@ def forward_mode(st):
         param_ranks = req.ranks[:len(fn.params)] if req.ranks else None
         if argnums == "vmap":       # batch the leaves at positions ``output``
             per_example = [r - 1 if i in output else r for i, r in enumerate(param_ranks)]
-            st.fn = vectorize.vectorize_function(st.program, fn,
+            st.fn = batch.vectorize_function(st.program, fn,
                                                  [fn.params[i] for i in output], per_example)
+            dump.after("batch", lambda: _anf_text(st))
             continue
         wrt = _wrt_leaves(fn, argnums)
         width = req.width if depth == len(req.layers) and req.kind == "primal" else 1
@@ -126,13 +136,13 @@ def forward_mode(st):
 
 def mixed_mode(st):
     """Reverse-mode kinds: scalar while loops with few differentiated inputs run
-    forward mode in the primal sweep (see s2s_ad.mixed)."""
+    forward mode in the primal sweep (see s2s_ad.transforms.mixed)."""
     req, fn = st.request, st.fn
     if req.kind == "primal" or req.layers:
         return ""
     wrt = _wrt_leaves(fn, req.argnums)
     wrt += [e for name in wrt for e in fn.elements.get(name, ())]
-    seeds = [leaf.name for leaf in _tree_leaves(fn.out_tree) if isinstance(leaf, Var)]
+    seeds = [leaf.name for leaf in leaves_of(fn.out_tree) if isinstance(leaf, Var)]
     n = len(fn.params)
     new = mixed.forward_loops(st.program, fn, wrt, seeds,
                               req.ranks[:n] if req.ranks else [None] * n)
@@ -144,12 +154,7 @@ def mixed_mode(st):
 
 def _wrt_leaves(fn, argnums):
     """The parameter leaves of the arguments ``argnums``."""
-    return [leaf.name for i in argnums for leaf in _tree_leaves(fn.param_trees[i])]
-
-
-def _tree_leaves(tree):
-    from .ir import Tup
-    return list(tree.leaves()) if isinstance(tree, Tup) else [tree]
+    return [leaf.name for i in argnums for leaf in leaves_of(fn.param_trees[i])]
 
 
 def transform(st):
@@ -223,16 +228,13 @@ PASSES = [("parse", parse), ("normalize", normalize), ("scalarize", scalarize_sm
 
 def build(request):
     st = State(request)
-    dump = {p.strip() for p in os.environ.get("S2S_AD_DUMP_AFTER", "").split(",") if p.strip()}
     for name, run in PASSES:
-        text = run(st)
-        if text and (name in dump or "all" in dump):
-            print(f"# ---- s2s_ad: after {name} ----\n{text}", file=sys.stderr)
+        dump.after(name, run(st))
     return st
 
 
 def _anf_text(st):
-    from . import codegen
+    from .codegen import printer as codegen
     w = codegen.Writer()
     codegen.primal(st.fn, st.fn.name, w, None)
     return w.text()

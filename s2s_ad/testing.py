@@ -36,8 +36,9 @@ import weakref
 
 import numpy as np
 
-from . import api, pytree
-from .jacobians import jvp as api_jvp
+from .api import core as api
+from .api.jacobians import jvp as api_jvp
+from .ir import pytree
 
 __all__ = ["check_grad", "check_vjp", "check_jvp", "default_tolerances"]
 
@@ -270,26 +271,20 @@ def _random_like(x, rng, keep_dtype=False):
 
 def _zeros_like(x):
     """Zeros shaped and typed like every leaf of ``x`` (the tangent of an integer argument)."""
-    leaves, tree = pytree.flatten(x)
-    return pytree.unflatten([np.zeros_like(v) if isinstance(v, np.ndarray) else type(v)(0)
-                             for v in leaves], tree)
+    return pytree.map_leaves(
+        lambda v: np.zeros_like(v) if isinstance(v, np.ndarray) else type(v)(0), x)
 
 
 def _copies(args):
     """``args`` with every array copied: the plain function may write into
     its arguments (NumPy code does), and the checks go on using them."""
-    out = []
-    for a in args:
-        leaves, tree = pytree.flatten(a)
-        out.append(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
-                                     for v in leaves], tree))
-    return out
+    return [pytree.map_leaves(lambda v: np.copy(v) if isinstance(v, np.ndarray) else v, a)
+            for a in args]
 
 
 def _to_float64(x):
-    leaves, tree = pytree.flatten(x)
-    return pytree.unflatten([np.asarray(v, dtype=np.float64) if pytree.is_float_leaf(v) else v
-                             for v in leaves], tree)
+    return pytree.map_leaves(
+        lambda v: np.asarray(v, dtype=np.float64) if pytree.is_float_leaf(v) else v, x)
 
 
 def _shifted(args, directions, t):

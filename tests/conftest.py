@@ -84,7 +84,7 @@ def known_params(known_bugs, test, names, backends=(None,)):
 
 def is_float_tree(x):
     """Whether ``x`` (a pytree) holds float leaves only, at least one."""
-    from s2s_ad import pytree
+    from s2s_ad.ir import pytree
     leaves = pytree.flatten(x)[0]
     return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
 

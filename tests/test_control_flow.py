@@ -21,7 +21,7 @@ import pytest
 from conftest import as_float32, is_float_tree, known_params, load_program
 
 import s2s_ad as ad
-from s2s_ad import pytree as ad_pytree
+from s2s_ad.ir import pytree as ad_pytree
 from s2s_ad.testing import check_grad, check_vjp
 
 cf = load_program(pathlib.Path(__file__).resolve().parent / "programs" / "control_flow.py")
@@ -160,7 +160,7 @@ LOOPY = ["cumsum_sq", "power_iter", "triangle", "matrix_fill", "recurrence", "ne
 @pytest.mark.parametrize("name", _params("reversed_loops", LOOPY))
 def test_one_reversed_loop_per_loop(name):
     """Each loop is reversed once, or (a scalar while loop with few
-    differentiated inputs, see s2s_ad.mixed) runs once in forward mode."""
+    differentiated inputs, see s2s_ad.transforms.mixed) runs once in forward mode."""
     fn = CASES[name][0]
     functions = _functions(_grad_source(name))
     entry = functions[f"grad_{name}"]

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.cuda import simulated
+from s2s_ad.api.cuda import simulated
 from s2s_ad.errors import UnsupportedSyntaxError
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -18,7 +18,7 @@ dask = pytest.importorskip("dask")
 from conftest import load_program
 
 import s2s_ad as ad
-from s2s_ad import dask_support
+from s2s_ad.api import dask as dask_support
 
 P = load_program(pathlib.Path(__file__).parent / "programs" / "dask_programs.py")
 
@@ -350,7 +350,7 @@ def test_a_worker_killed_mid_chunk_is_retried_and_the_result_is_right(client, tm
     def install(marker):
         import os
 
-        from s2s_ad import dask_support
+        from s2s_ad.api import dask as dask_support
         run = dask_support.ChunkKernel.__call__
 
         def dying(self, *blocks):
@@ -366,7 +366,7 @@ def test_a_worker_killed_mid_chunk_is_retried_and_the_result_is_right(client, tm
         dask_support.ChunkKernel.__call__ = dying
 
     def uninstall():
-        from s2s_ad import dask_support
+        from s2s_ad.api import dask as dask_support
         run = dask_support.ChunkKernel.__call__
         dask_support.ChunkKernel.__call__ = getattr(run, "original", run)
 

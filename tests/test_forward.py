@@ -34,8 +34,9 @@ import pytest
 from conftest import as_float32, is_float_tree, known_params, load_program
 
 import s2s_ad as ad
-from s2s_ad import pytree, rules
+from s2s_ad import rules
 from s2s_ad import testing as adt
+from s2s_ad.ir import pytree
 from s2s_ad.testing import check_jvp
 
 HERE = pathlib.Path(__file__).resolve().parent

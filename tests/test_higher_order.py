@@ -24,7 +24,7 @@ import pytest
 from conftest import is_float_tree, load_program
 
 import s2s_ad as ad
-from s2s_ad import pytree
+from s2s_ad.ir import pytree
 from s2s_ad.testing import check_grad, check_jvp
 
 cf = load_program(pathlib.Path(__file__).resolve().parent / "programs" / "control_flow.py")

@@ -1,4 +1,4 @@
-"""Forward mode through scalar while loops inside reverse mode (s2s_ad.mixed).
+"""Forward mode through scalar while loops inside reverse mode (s2s_ad.transforms.mixed).
 
 Every gradient is checked against central finite differences or a closed
 form; the source checks say which loops ran in forward mode and which kept
@@ -11,8 +11,8 @@ import pytest
 
 import s2s_ad as ad
 from benchmarks.newton_sqrt import sum_sqrt as sum_newton
-from s2s_ad import mixed
 from s2s_ad.testing import check_grad
+from s2s_ad.transforms import mixed
 
 
 def two_carried(p, q):

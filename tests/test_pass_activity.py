@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.activity import analyse
-from s2s_ad.anf import Program
+from s2s_ad.analyses.activity import analyse
+from s2s_ad.frontend.anf import Program
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
 import passes as P

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad import codegen, rules
-from s2s_ad.anf import Program
+from s2s_ad import rules
+from s2s_ad.codegen import printer as codegen
+from s2s_ad.frontend.anf import Program
 from s2s_ad.ir import Call, Const, For, If, Prim, Return, Slice, Tup, Var, While, walk
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.parse import FunctionSource
+from s2s_ad.frontend.parse import FunctionSource
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs"))
 import passes as P

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.parse import FunctionSource, is_user_function
+from s2s_ad.frontend.parse import FunctionSource, is_user_function
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
 sys.path.insert(0, PROGRAMS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.anf import Program
+from s2s_ad.frontend.anf import Program
 from s2s_ad.ir import Prim, walk
 from s2s_ad.testing import check_grad, check_jvp
 

@@ -20,7 +20,7 @@ import pytest
 from numba.core.compiler_lock import global_compiler_lock
 
 import s2s_ad as ad
-from s2s_ad import tiers
+from s2s_ad.backends import tiers
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "programs"

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad import jacobians, widen
-from s2s_ad.names import Names
+from s2s_ad.api import jacobians
+from s2s_ad.ir.names import Names
+from s2s_ad.transforms import widen
 
 
 def ring(x):
@@ -159,7 +160,7 @@ def test_source_shows_one_primal_for_all_tangents():
     assert "return (y, (dy_0, dy_1, dy_2, dy_3, dy_4, dy_5))" in src
 
 
-# -- jacrev: adjoint sweeps that carry up to 16 rows (s2s_ad.widen) ----------------------------
+# -- jacrev: adjoint sweeps that carry up to 16 rows (s2s_ad.transforms.widen) ----------------------------
 
 def kde(x, centers):
     """In-place accumulation over a double loop (the jac_wide benchmark's shape)."""

@@ -39,7 +39,8 @@ import pytest
 from conftest import load_program
 
 import s2s_ad as ad
-from s2s_ad import pytree, rules
+from s2s_ad import rules
+from s2s_ad.ir import pytree
 
 HERE = pathlib.Path(__file__).resolve().parent
 vp = load_program(HERE / "programs" / "vectorize_programs.py")

@@ -1,5 +1,16 @@
 """Derivative rules, one declaration per primitive (see ``registry``)."""
 from . import arrays, elementwise, linalg, scans, special  # noqa: F401  (declaring modules)
-from .registry import METHODS, OPERATORS, RULES, Rule, bind, lookup, unknown_rule
+from .registry import (
+    ATTRIBUTES,
+    BUILTINS,
+    METHODS,
+    OPERATORS,
+    RULES,
+    Rule,
+    bind,
+    lookup,
+    unknown_rule,
+)
 
-__all__ = ["METHODS", "OPERATORS", "RULES", "Rule", "bind", "lookup", "unknown_rule"]
+__all__ = ["ATTRIBUTES", "BUILTINS", "METHODS", "OPERATORS", "RULES", "Rule", "bind", "lookup",
+           "unknown_rule"]

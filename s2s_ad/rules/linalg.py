@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 
-from .registry import RULES, Rule, linear, register
+from ..runtime import linalg as rt_linalg
+from .registry import RULES, Rule, Unvectorizable, linear, register
 
 # -- rank rules ---------------------------------------------------------------------
 
@@ -126,7 +127,6 @@ def _mapped(rule):
 def batch_loop(vz, s, body):
     """vmap of ``s``: its rule applied to each example (NumPy's own loop for np.linalg)."""
     from ..ir import Const, Tup
-    from ..vectorize import Unvectorizable
     if any(isinstance(a, Tup) for a in s.args) or any(vz.is_b(v) for v in s.params.values()):
         raise Unvectorizable(f"{s.rule.name} with a batched option", s.loc)
     flags = tuple(vz.is_b(a) for a in s.args)
@@ -174,6 +174,9 @@ def apply_rule(name, batched, vjp, args, kwargs):
         results.append(np.asarray(eval(_CODE[key], env)))   # noqa: S307 - a rule's template
     stacked = np.stack(results)
     return stacked if flags[which] else np.sum(stacked, axis=0)
+
+
+rt_linalg.RULE_RUNNER = apply_rule
 
 
 def _resolve(dotted, rt):
@@ -331,7 +334,6 @@ def _einsum_vjp(i, items, g, params, atom):
 def _einsum_batch(vz, s, body):
     """vmap of einsum: one more letter on the batched operands and the output."""
     from ..ir import Const, Tup
-    from ..vectorize import Unvectorizable
     text = str(s.params["subscripts"].value).replace(" ", "")
     items = s.args[0]
     if not isinstance(items, Tup):

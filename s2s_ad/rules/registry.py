@@ -26,6 +26,23 @@ RULES: dict = {}        # canonical name -> Rule
 _BY_OBJECT: dict = {}   # id(python object) -> Rule
 METHODS: dict = {}      # array method name -> canonical rule name
 OPERATORS: dict = {}    # ast operator class -> canonical rule name
+# Array attributes and Python builtins that are spellings of a rule.
+ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
+              "dtype": "dtype"}
+BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
+
+
+class Unvectorizable(Exception):
+    """The function cannot be batched by rules (the per-sample loop can).
+
+    Raised by a rule's batching handler (and by the batching transform) for
+    an operation with no vectorised form; ``vmap`` then runs its loop."""
+
+    def __init__(self, msg, loc=None):
+        where = f"{loc.filename}:{loc.lineno}: " if loc else ""
+        text = f"  ({loc.text.strip()})" if loc else ""
+        super().__init__(f"{where}{msg}{text}")
+        self.loc = loc
 
 
 @dataclass

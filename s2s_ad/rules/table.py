@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 
-from .. import library
-from . import RULES, lookup
-from .registry import METHODS, OPERATORS
+from . import RULES, library, lookup
+from .registry import ATTRIBUTES, BUILTINS, METHODS, OPERATORS
 
 # -- functions without a rule, and why ---------------------------------------------
 
@@ -170,14 +169,13 @@ _DOMAIN = {"positive": "tested on x > 0", "unit": "tested on -1 < x < 1",
 
 def _spellings(rule):
     """Every way user code can write the rule, besides its name."""
-    from .. import anf
     out = [f"`{n}`" for n in other_names(rule)]
     out += [f"`{_OP_SYMBOL[op.__name__]}`" for op, name in OPERATORS.items() if name == rule.name]
     out += [f"`x.{m}()`" for m, name in METHODS.items() if name == rule.name
             and not m.startswith("__")]
-    out += [f"`x.{a}`" for a, name in getattr(anf, "_ATTRIBUTES", {}).items()
+    out += [f"`x.{a}`" for a, name in ATTRIBUTES.items()
             if name == rule.name and a != "dtype"]
-    out += [f"`{b.__name__}()`" for b, name in getattr(anf, "_BUILTINS", {}).items()
+    out += [f"`{b.__name__}()`" for b, name in BUILTINS.items()
             if name == rule.name]
     if rule.name in _SYNTAX:
         out.append(f"`{_SYNTAX[rule.name]}`")

@@ -1,0 +1,249 @@
+"""Rank inference: the number of dimensions of every name, where it is known.
+
+Receives a lowered function and the rank of each parameter leaf (0 for
+Python and NumPy scalars; None when unknown, as for called helpers).
+Guarantees: ``ranks[name]`` is an int only when every path gives the name
+that rank.  The reverse transform uses it to leave out ``unbroadcast`` where
+an operand already has the output's shape (scalars above all), and to keep
+scalar values that are cheap to recompute off the stacks.
+"""
+from ..ir import Call, Const, For, Prim, Slice, Tup, Var, leaves_of, walk
+
+_AXIS_REDUCTIONS = {"np.sum", "np.mean", "np.prod", "np.max", "np.min"}
+_SCALAR = {"len", "int", "float", "np.ndim", "np.size", "np.argmax", "np.argmin"}
+_SAME = {"copy", "stop_gradient", "np.transpose", "np.copy", "np.asarray", "np.negative",
+         "np.positive", "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like",
+         "np.round", "dtype"}
+
+
+_CALLS = {}
+
+
+def infer(fn, param_ranks):
+    ranks = dict(zip(fn.params, param_ranks))
+    ranks.update((s.index, 0) for s in walk(fn.body) if isinstance(s, For))
+    for name in fn.consts:
+        ranks[name] = getattr(fn.consts[name], "ndim", None)
+    return _settle(fn, ranks, lambda s: _call_ranks(s, ranks) if isinstance(s, Call)
+                   else [_rank(s, ranks)], lambda t, r: None)
+
+
+def _settle(fn, facts, outputs, conflict):
+    """Run ``outputs(statement)`` over the body until ``facts`` settle.
+
+    A name given two different facts (a loop-carried name whose rank or
+    shape changes around the loop) gets ``conflict(name, fact)`` and keeps
+    it.  Loops settle after a pass or two.
+    """
+    stmts = [s for s in walk(fn.body)
+             if isinstance(s, (Prim, Call)) and not (isinstance(s, Prim) and s.rule.mutates)]
+    fixed = set()
+    for _ in range(3):
+        changed = False
+        for s in stmts:
+            for t, fact in zip(s.targets, outputs(s)):
+                if t in fixed:
+                    continue
+                if t in facts and facts[t] != fact:
+                    fixed.add(t)
+                    facts[t] = conflict(t, fact)
+                    changed = True
+                elif t not in facts:
+                    facts[t] = fact
+                    changed = True
+        if not changed:
+            break
+    return facts
+
+
+def _call_ranks(s, ranks):
+    """Ranks of a user function's outputs, inferred from the call's arguments."""
+    args = tuple(rank_of(a, ranks) for a in s.args)
+    key = (s.callee.key, args)
+    if key not in _CALLS:
+        _CALLS[key] = [None] * len(s.targets)     # a guard while inferring
+        inner = infer(s.callee, list(args))
+        _CALLS[key] = [rank_of(leaf, inner) for leaf in leaves_of(s.callee.out_tree)]
+    return _CALLS[key]
+
+
+def rank_of(atom, ranks):
+    if isinstance(atom, Const):
+        v = atom.value
+        return 0 if isinstance(v, (bool, int, float)) else None
+    if isinstance(atom, Var):
+        return ranks.get(atom.name)
+    return None
+
+
+def _rank(s, ranks):
+    name = s.rule.name
+    args = [rank_of(a, ranks) if not isinstance(a, Tup) else None for a in s.args]
+    p = s.params
+    if s.rule.unknown:
+        return None
+    if s.rule.rank is not None:       # declared by the rule
+        return s.rule.rank(args, p)
+    if name == "rt.broadcast_like":
+        return args[1]
+    if name == "rt.stack_like":
+        return None if args[0] is None else args[0] + 1
+    if s.rule.elementwise or s.rule.name in ("and", "or", "not") or (
+            s.rule.nondiff and len(s.rule.operands) in (1, 2) and s.rule.operands == s.rule.params
+            and name not in _SCALAR and name != "np.shape"):
+        return None if None in args else max(args, default=0)
+    if name in _SCALAR or name.startswith("math."):
+        return 0
+    if name in _SAME:
+        return args[0] if args else None
+    if name in _AXIS_REDUCTIONS:
+        return _reduced(args[0], p.get("axis"), p.get("keepdims"))
+    if name == "getitem":
+        return _indexed(args[0], p["index"], ranks)
+    if name == "np.reshape" or name in ("np.zeros", "np.ones", "np.empty", "np.full"):
+        return _shape_rank(p.get("shape"), ranks)
+    if name == "np.stack":
+        items = [rank_of(x, ranks) for x in s.args[0].items] if isinstance(s.args[0], Tup) else []
+        return None if not items or None in items else items[0] + 1
+    if name == "np.concatenate":
+        items = [rank_of(x, ranks) for x in s.args[0].items] if isinstance(s.args[0], Tup) else []
+        return None if not items or None in items else items[0]
+    if name == "np.array" and isinstance(s.args[0], Tup):
+        items = [rank_of(x, ranks) for x in s.args[0].items]
+        return None if None in items else items[0] + 1
+    return None
+
+
+def _reduced(rank, axis, keepdims):
+    if rank is None:
+        return None
+    keep = isinstance(keepdims, Const) and keepdims.value is True
+    if keep:
+        return rank
+    if axis is None or (isinstance(axis, Const) and axis.value is None):
+        return 0
+    if isinstance(axis, Const) and isinstance(axis.value, int):
+        return rank - 1
+    if isinstance(axis, Const) and isinstance(axis.value, tuple):
+        return rank - len(axis.value)
+    return None
+
+
+def indexed_rank(rank, index, ranks):
+    """The rank of ``x[index]`` for an ``x`` of rank ``rank`` (None: unknown)."""
+    return _indexed(rank, index, ranks)
+
+
+def _indexed(rank, index, ranks):
+    if rank is None:
+        return None
+    parts = index.items if isinstance(index, Tup) else (index,)
+    out = rank
+    for part in parts:
+        if isinstance(part, Slice) or (isinstance(part, Const) and isinstance(part.value, slice)):
+            continue
+        if isinstance(part, Const) and part.value is None:
+            out += 1
+        elif isinstance(part, Const) and part.value is Ellipsis:
+            continue
+        elif rank_of(part, ranks) == 0:
+            out -= 1
+        else:
+            return None        # an index array: the result's rank depends on it
+    return out if out >= 0 else None
+
+
+def _shape_rank(shape, ranks):
+    if isinstance(shape, Tup):
+        return len(shape.items)
+    if isinstance(shape, Const):
+        return len(shape.value) if isinstance(shape.value, tuple) else 1
+    if isinstance(shape, Var) and ranks.get(shape.name) == 0:
+        return 1
+    return None
+
+
+# -- shape classes --------------------------------------------------------------
+# Two names share a class when their shapes are provably equal at run time:
+# the same parameter's shape, the same constant shape, or arrays built from
+# the same shape variables.  An elementwise operand whose class is the
+# output's needs no un-broadcasting, so its adjoint reads nothing but g.
+
+SCALAR = ("scalar",)
+_FRESH = iter(range(1 << 62))
+_CALL_CLASSES = {}
+
+
+def shape_classes(fn, param_classes, ranks):
+    classes = dict(zip(fn.params, param_classes))
+    for name, value in fn.consts.items():
+        if getattr(value, "shape", None) is not None:
+            classes[name] = ("const", value.shape)
+    classes.update((s.index, SCALAR) for s in walk(fn.body) if isinstance(s, For))
+    def outputs(s):
+        found = (_call_classes(s, classes, ranks) if isinstance(s, Call)
+                 else [_class(s, classes, ranks)])
+        return [SCALAR if ranks.get(t) == 0 else c for t, c in zip(s.targets, found)]
+    return _settle(fn, classes, outputs, lambda t, c: ("unknown", next(_FRESH)))
+
+
+def class_of(atom, classes):
+    if isinstance(atom, Const):
+        return SCALAR if isinstance(atom.value, (bool, int, float)) else None
+    if isinstance(atom, Var):
+        return classes.get(atom.name)
+    return None
+
+
+def _class(s, classes, ranks):
+    name = s.rule.name
+    fresh = ("unknown", next(_FRESH))
+    if s.rule.unknown:
+        return fresh
+    args = [class_of(a, classes) if not isinstance(a, Tup) else None for a in s.args]
+    if s.rule.elementwise or name in ("and", "or", "not") or (
+            s.rule.nondiff and s.rule.operands == s.rule.params and len(s.rule.operands) in (1, 2)
+            and name not in _SCALAR and name not in ("np.shape", "np.eye", "np.arange")):
+        if None in args:
+            return fresh
+        arrays = {c for c in args if c != SCALAR}
+        if not arrays:
+            return SCALAR
+        return arrays.pop() if len(arrays) == 1 else fresh
+    if name in ("copy", "stop_gradient", "np.copy", "np.asarray", "np.negative", "np.positive",
+                "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like", "np.round"):
+        return args[0] or fresh
+    if name in ("np.zeros", "np.ones", "np.empty", "np.full"):
+        return _shape_class(s.params.get("shape")) or fresh
+    if name == "np.array" and isinstance(s.args[0], Tup):
+        items = s.args[0].items
+        if all(class_of(x, classes) == SCALAR for x in items):
+            return ("const", (len(items),))
+    return fresh
+
+
+def _shape_class(shape):
+    if isinstance(shape, Const):
+        value = shape.value if isinstance(shape.value, tuple) else (shape.value,)
+        return ("const", value)
+    parts = shape.items if isinstance(shape, Tup) else (shape,)
+    if all(isinstance(p, (Var, Const)) for p in parts):
+        return ("shape", tuple(p.name if isinstance(p, Var) else p.value for p in parts))
+    return None
+
+
+def _call_classes(s, classes, ranks):
+    """Output classes of a call, in the caller's terms."""
+    args = [class_of(a, classes) or ("unknown", next(_FRESH)) for a in s.args]
+    tokens = [("param", i) for i in range(len(args))]
+    arg_ranks = [rank_of(a, ranks) for a in s.args]
+    key = (s.callee.key, tuple(arg_ranks))
+    if key not in _CALL_CLASSES:
+        _CALL_CLASSES[key] = None     # a guard while inferring
+        inner = shape_classes(s.callee, tokens, infer(s.callee, arg_ranks))
+        _CALL_CLASSES[key] = [class_of(leaf, inner) for leaf in leaves_of(s.callee.out_tree)]
+    outs = _CALL_CLASSES[key]
+    if outs is None:
+        return [("unknown", next(_FRESH)) for _ in s.targets]
+    mapping = dict(zip(tokens, args))
+    return [mapping.get(c, c) if c is not None else ("unknown", next(_FRESH)) for c in outs]

@@ -1,0 +1,821 @@
+"""The public transforms: grad, value_and_grad, vjp, jit, source.
+
+A transform returns a :class:`Transformed` callable.  Nothing is generated
+until the first call, when the argument structure is known; the generated
+function is then cached per structure, so later calls cost only a dispatch.
+"""
+import functools
+import inspect
+import operator
+import os
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from .. import pipeline
+from ..backends import TARGETS, tiers
+from ..frontend import custom
+from ..frontend.parse import FunctionSource, closure_cells, read_closure
+from ..ir import pytree
+from ..transforms import scalarize
+
+
+class Transformed:
+    """``fun`` under one transform, built lazily per argument structure."""
+
+    # Read by the front end (which never imports the API) and by ad.jit.
+    __s2s_ad_object__ = "transformed"
+
+    def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
+                 single=False, layers=(), units=(), width=1):
+        self.fun = fun
+        self.layers = tuple(layers)
+        self.width = width            # tangents of the last layer per call (vector mode)
+        self.units = tuple(units)     # arguments whose unit tangent each call appends
+        self.kind = kind
+        self.argnums = argnums
+        self.single = single
+        self.has_aux = has_aux
+        self.target = target
+        self.options = dict(options or {})
+        self._built = {}
+        self._latest = None           # the state the latest call in any thread used
+        self._local = threading.local()
+        self._nargs = _layered_arg_count(fun, self.layers, width if kind == "primal" else 1)
+        if kind in _COTANGENT_KINDS and self._nargs is not None:
+            self._nargs += 1          # the cotangent
+        self._fast = {}           # argument signature -> lean call (see __call__)
+        self._dtypes = {}         # float32 calls: NumPy's dtype of each result leaf
+        # A lambda or nested def closing over values: see _with_hidden.
+        self._cells = () if custom.rule_of(fun) is not None else closure_cells(fun)
+        self._static, self._caches, self._hidden_count = None, {}, 0
+        self._own = _arg_count(fun) if self._cells else None
+        functools.update_wrapper(self, fun, updated=())
+        if kind == "primal":
+            self.__s2s_ad_function__ = fun
+
+    @property
+    def _last(self):
+        """The built state this thread's current call uses (calls from several
+        threads at once each see their own)."""
+        return getattr(self._local, "state", None) or self._latest
+
+    @_last.setter
+    def _last(self, st):
+        self._local.state = self._latest = st
+
+    def __repr__(self):
+        return f"<s2s_ad {self.kind} of {self.fun.__qualname__} (target={self.target})>"
+
+    def with_target(self, target, options):
+        options = {k: v for k, v in options.items() if k != "parallel_request"}
+        return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
+                           target=target, options=options, single=self.single,
+                           layers=self.layers, units=self.units, width=self.width)
+
+    def derived(self, kind=None, **changes):
+        """This transform with other settings (same function, target and options)."""
+        settings = dict(argnums=self.argnums, has_aux=self.has_aux, target=self.target,
+                        options=self.options, single=self.single, layers=self.layers,
+                        units=self.units, width=self.width)
+        settings.update(changes)
+        kind = kind or self.kind
+        key = (self.fun, kind, tuple(sorted((k, _hashable(v)) for k, v in settings.items())))
+        t = _DERIVED.get(key)
+        if t is None:
+            t = _DERIVED[key] = Transformed(self.fun, kind, **settings)
+        return t
+
+    def _with_hidden(self, args):
+        """``args`` with the closed-over arrays and floats of a lambda or nested
+        def inserted after the function's own arguments: the compiled code
+        takes them as hidden parameters, read at each call, so a closed-over
+        array that changes between calls is seen (without building again).
+
+        Closed-over values built in as constants (ints, functions, ...) key
+        the builds: a change to one selects, or starts, another build.
+        """
+        if not self._cells:
+            return args
+        _, hidden, key = read_closure(self._cells)
+        if key != self._static:
+            self._static, self._hidden_count = key, len(hidden)
+            self._built, self._fast, self._dtypes = self._caches.setdefault(key, ({}, {}, {}))
+        n = self._own
+        return tuple(args[:n]) + tuple(hidden) + tuple(args[n:])
+
+    def _layers(self, trees):
+        """The layers, with a batching layer's leaf positions past the hidden
+        arguments (see _with_hidden) where they count leaves after them."""
+        if not self._hidden_count:
+            return self.layers
+        n = _arg_count(self.fun)
+        own = sum(_leaf_count(t) for t in trees[:n])
+        hidden = sum(_leaf_count(t) for t in trees[n:n + self._hidden_count])
+        return tuple((argnums, tuple(p + hidden if p >= own else p for p in output))
+                     if argnums == "vmap" else (argnums, output)
+                     for argnums, output in self.layers)
+
+    def state(self, trees, ranks=(), lengths=()):
+        """The built pipeline for one argument structure (leaf ranks, small lengths)."""
+        st = self._built.get((trees, ranks, lengths))
+        if st is None:
+            with _BUILDING:
+                st = self._built.get((trees, ranks, lengths))
+                if st is None:
+                    n = _arg_count(self.fun) + self._hidden_count
+                    req = pipeline.Request(self.fun, self.kind, trees[:n],
+                                           self.argnums, self.has_aux, self.target,
+                                           self.options, ranks, self._layers(trees), lengths,
+                                           self.width)
+                    st = pipeline.build(req)
+                    st.function = getattr(st.compiled, st.entry)
+                    if self.target == "cpu" and self.options.get("compile") == "tiered":
+                        measure = st.alternative is not None and \
+                            self.kind not in _COTANGENT_KINDS
+                        st.tier = tiers.Tier(_choose_execution if measure else None,
+                                             tiers.scalar_loop(st))
+                    self._built[trees, ranks, lengths] = st
+        self._last = st
+        return st
+
+    def entry(self, args):
+        """(compiled function, its leaf arguments, each argument's treedef)."""
+        args = self._with_hidden(args)
+        for a in args:
+            if isinstance(a, (tuple, list, dict)):
+                flat = [pytree.flatten(a) for a in args]
+                treedefs = [t for _, t in flat]
+                trees = tuple(pytree.structure(t) for t in treedefs)
+                leaves = [leaf for ls, _ in flat for leaf in ls]
+                break
+        else:                      # the common case, kept cheap: no pytrees
+            treedefs = trees = (None,) * len(args)
+            leaves = args
+        ranks = tuple(map(pytree.rank, leaves))
+        lengths = _small_lengths(leaves) if self.target != "python" else ()
+        st = self._built.get((trees, ranks, lengths))
+        if st is None:
+            st = self.state(trees, ranks, lengths)
+        # The Numba entry's own arity: st.function may already be the NumPy
+        # entry that another thread's first call put there.
+        if st.tier is not None and not st.tier.started and len(leaves) == \
+                getattr(st.compiled, st.entry).py_func.__code__.co_argcount:
+            st.tier.first_call(st, leaves)        # compiled, or NumPy while compiling
+        if st.alternative is not None and not st.execution and \
+                self.kind not in _COTANGENT_KINDS and (st.tier is None or st.tier.thread is None):
+            _choose_execution(st, leaves)
+        self._last = st
+        return st.function, leaves, treedefs
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = _with_keywords(self.fun, args, kwargs, self.argnums)
+        if self.units:
+            if len(args) != _arg_count(self.fun):
+                args = _check_arity(self.fun, args)
+            args = args + tuple(_unit_like(args[i], self) for i in self.units)
+        full = self._with_hidden(args) if self._cells else args
+        run = self._fast.get(tuple(map(_signature, full)))
+        if run is not None:
+            return run(full)
+        result = self._call(args)
+        self._remember_fast_path(args)
+        return result
+
+    def _remember_fast_path(self, args):
+        """After a first call with plain arrays and floats, later calls skip the checks.
+
+        The key holds each argument's type, rank and dtype kind, so a call
+        that could need a check (an integer array, a pytree) never matches.
+        """
+        key = fast_key(self._with_hidden(args), self.argnums)
+        st = self._last
+        if key is None or st is None or (self.kind != "primal" and not st.checked) or (
+                self._nargs is not None and len(args) != self._nargs):
+            return
+        # st.function is read at each call: tiered execution switches it to
+        # compiled code when that is ready.
+        single, aux, kind = self.single, self.has_aux, self.kind
+        if kind == "primal":
+            if _output_lists(st.out_tree, self.layers, self.width) is None:
+                self._fast[key] = lambda args: st.function(*args)
+            return
+
+        shape_out = self._output_containers()
+
+        def run(args):
+            out, grads = st.function(*args)
+            out = shape_out(out)
+            grads = grads[0] if single else grads
+            if kind == "value_and_grad":
+                return out, grads
+            return (grads, out) if aux else grads
+        self._fast[key] = run
+
+    def _call(self, args):
+        if self._nargs is not None and len(args) != self._nargs:
+            args = _check_arity(self.fun, args)
+        if self.kind == "primal":
+            entry, leaves, _ = self.entry(args)
+            result = entry(*leaves)
+            if self.target != "python" and any(
+                    getattr(x, "dtype", None) == np.float32 for x in leaves):
+                result = self._numpy_dtypes(args, leaves, result)
+            lists = _output_lists(self._last.out_tree, self.layers, self.width)
+            return result if lists is None else _with_lists(result, lists)
+        entry, leaves, post = self._prepare(args)
+        return post(entry(*leaves))
+
+    def _prepare(self, args):
+        """(entry point, its leaf arguments, raw result -> the user's result)."""
+        for i in self.argnums:
+            if not pytree.is_float_leaf(args[i]):
+                _check_differentiable(self.fun, args, self.argnums)
+        entry, leaves, treedefs = self.entry(args)
+        if not self._last.checked and self.kind not in _COTANGENT_KINDS:
+            self._check_scalar(args)
+
+        shape_out = self._output_containers()
+
+        def post(raw, batched=False):
+            out, grads = raw
+            out = shape_out(out)
+            grads = tuple(g if treedefs[i] is None else pytree.rebuild(g, treedefs[i])
+                          for g, i in zip(grads, self.argnums))
+            if not batched:
+                grads = tuple(_like_arg(g, args[i]) for g, i in zip(grads, self.argnums))
+            grads = grads[0] if self.single else grads
+            if self.kind == "value_and_grad":
+                return out, grads
+            return (grads, out) if self.has_aux else grads
+        return entry, leaves, post
+
+    def _output_containers(self):
+        """A function giving the value (or aux) returned beside the gradient its
+        dicts, NamedTuples and lists (generated code returns tuples)."""
+        lists = _output_lists(self._last.out_tree, (), 1) if not self.layers else None
+        if lists is None:
+            return lambda out: out
+        if self.kind == "grad":
+            if not (self.has_aux and len(lists.items) == 2):
+                return lambda out: out
+            lists = lists.items[1]                  # grad returns (grads, aux)
+        return lambda out: _with_lists(out, lists)
+
+    def compiled_call(self, args):
+        """Like :meth:`_prepare`, with the Numba entry point (for compiled callers)."""
+        if self.units:
+            args = list(args) + [_unit_like(args[i], self) for i in self.units]
+        if self._nargs is not None and len(args) != self._nargs:
+            args = _check_arity(self.fun, tuple(args))
+        with tiers.eager():        # the caller calls the Numba entry point itself
+            if self.kind == "primal":
+                _, leaves, _ = self.entry(tuple(args))
+                post = lambda raw, batched=False: raw      # noqa: E731
+            else:
+                _, leaves, post = self._prepare(tuple(args))
+        st = self._last
+        return getattr(st.compiled, st.entry), leaves, post
+
+    def _numpy_dtypes(self, args, leaves, result):
+        """Float results in the dtypes plain NumPy gives them.
+
+        Numba returns float32 scalars as Python floats, and promotes
+        ``float32 * 0.5`` to float64 where NumPy keeps float32 (a Python float
+        is a "weak" scalar there).  With float32 arguments the user's function
+        runs once in Python per argument structure to learn NumPy's dtypes;
+        each result (and each tangent, which has its value's dtype) is cast.
+        """
+        key = tuple(_type_key(x) for x in leaves)
+        dtypes = self._dtypes.get(key)
+        if dtypes is None:
+            n = _arg_count(self.fun)
+            reference = self.fun(*_own_copies(self._last, args[:n])) if n is not None else None
+            dtypes = [np.result_type(x) if isinstance(x, (float, np.floating, np.ndarray))
+                      else None for x in pytree.flatten(reference)[0]]
+            for depth, (argnums, output) in enumerate(self.layers, 1):
+                if argnums != "vmap" and output in ("pair", "flat"):
+                    dtypes = dtypes + dtypes * (self.width if depth == len(self.layers) else 1)
+            self._dtypes[key] = dtypes
+        out, tree = pytree.flatten(result)
+        if len(out) != len(dtypes):
+            return result
+        fixed = [_as_dtype(x, dt) for x, dt in zip(out, dtypes)]
+        return pytree.unflatten(fixed, tree)
+
+    def _check_scalar(self, args):
+        """grad needs a scalar output: checked once per argument structure.
+
+        ``grad`` does not compute the value (nothing reads it), so the first
+        call runs the function itself to look at its output.
+        """
+        n = _arg_count(self.fun)                         # a tangent has its value's shape
+        out = self.fun(*_own_copies(self._last, args[:n]))
+        value = out[0] if self.has_aux else out
+        if pytree.is_container(value) or np.ndim(value) != 0:
+            raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
+                            f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
+                            f"non-scalar outputs")
+        self._last.checked = True
+
+
+#: Held while a pipeline is built: the passes share per-program caches, and a
+#: transform called from several threads at once is built once.
+_BUILDING = threading.RLock()
+
+#: Kinds whose entry takes the output's cotangent(s) as its last argument.
+_COTANGENT_KINDS = ("vjp", "vjp_rows")
+
+#: Transforms built by :meth:`Transformed.derived`, kept so that a composition
+#: called again (``ad.hvp(f, ...)`` in a loop) reuses its generated code.
+_DERIVED = {}
+
+
+def _hashable(v):
+    return tuple(sorted(v.items())) if isinstance(v, dict) else v
+
+
+def _unit_like(x, t):
+    """The unit tangent of scalar argument ``x`` (grad of grad: d/dx of df/dx)."""
+    if pytree.is_container(x) or np.ndim(x) != 0:
+        raise TypeError(f"grad requires its function to return a scalar, but "
+                        f"{t.fun.__qualname__}'s inner gradient is taken with respect to an "
+                        f"argument of shape {np.shape(x)}, so it returns an array; use "
+                        f"ad.jacfwd or ad.hessian")
+    return type(x)(1.0) if isinstance(x, np.generic) else 1.0
+
+
+def fast_key(args, argnums):
+    """The key of a call whose fast path may be remembered (each argument's
+    :func:`_signature`), or None: an argument needs the checked path, or a
+    differentiated one is not a float."""
+    key = tuple(map(_signature, args))
+    if None in key or any(key[i] != 0 and key[i][1] != "f" for i in argnums):
+        return None
+    return key
+
+
+def _signature(a):
+    """Rank and dtype kind of a plain array (and a small one's length), 0 for
+    a Python float, (0, "i") for a Python int, else None.
+
+    float32 arrays take the checked path (their results' dtypes are
+    checked, see :meth:`Transformed._numpy_dtypes`).
+    """
+    t = type(a)
+    if t is np.ndarray:
+        if a.dtype == np.float32:
+            return None
+        n = _small_length(a)                    # compiled code may specialise on it
+        return (a.ndim, a.dtype.kind) if n is None else (1, a.dtype.kind, n)
+    if t is int:
+        return (0, "i")        # a loop count or an index: never differentiated
+    return 0 if t is float else None
+
+
+def _small_length(x):
+    """The length of a 1-D array short enough to be split into scalars, else None."""
+    return x.shape[0] if x.ndim == 1 and x.shape[0] <= scalarize.SMALL else None
+
+
+def _small_lengths(leaves):
+    """The length of each small 1-D float array leaf (None for others), or ()."""
+    out = tuple(_small_length(x) if type(x) is np.ndarray and x.dtype.kind == "f" else None
+                for x in leaves)
+    return out if any(n is not None for n in out) else ()
+
+
+def _output_lists(out_tree, layers, width=1):
+    """The result's structure with list displays marked, or None without lists."""
+    from ..ir import Tup
+
+    def has_list(t):
+        return isinstance(t, Tup) and (t.is_list or hasattr(t, "container")
+                                       or any(has_list(x) for x in t.items))
+    if not has_list(out_tree):
+        return None
+    tree = out_tree
+    for depth, (argnums, output) in enumerate(layers, 1):
+        if argnums != "vmap" and output == "pair":
+            if depth == len(layers) and width > 1:
+                tree = Tup((tree, Tup((tree,) * width)))
+            else:
+                tree = Tup((tree, tree))
+    return tree
+
+
+def _with_lists(value, tree):
+    """``value`` (nested tuples from generated code) with ``tree``'s lists as
+    lists, and its dicts and NamedTuples (:class:`~s2s_ad.frontend.anf.Record`) rebuilt."""
+    from ..ir import Tup
+    if not isinstance(tree, Tup) or not isinstance(value, tuple):
+        return value
+    items = [_with_lists(v, t) for v, t in zip(value, tree.items)]
+    if hasattr(tree, "container"):
+        return tree.container(items)
+    return list(items) if tree.is_list else tuple(items)
+
+
+def _leaf_count(tree):
+    """The number of leaves of a structure (see pytree.structure)."""
+    if tree is None:
+        return 1
+    return sum(_leaf_count(t) for t in tree)
+
+
+def _type_key(x):
+    """What compiled code is specialised on: type, dtype, rank, and the
+    length of a small 1-D array (see scalarize)."""
+    ndim = getattr(x, "ndim", None)
+    key = (type(x), getattr(x, "dtype", None), ndim)
+    n = _small_length(x) if ndim is not None else None
+    return key if n is None else key + (n,)
+
+
+def _as_dtype(x, dtype):
+    """A float scalar or array in ``dtype`` (other values as they are)."""
+    if dtype is None or dtype.kind != "f":
+        return x
+    if type(x) is float or isinstance(x, np.floating):
+        return dtype.type(x)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype != dtype:
+        return x.astype(dtype)
+    return x
+
+
+def _like_arg(g, arg):
+    """NumPy scalar arguments get NumPy scalar gradients of their type.
+
+    (Numba returns every float scalar as a Python float, which would turn a
+    float32 gradient into a float64 one.)
+    """
+    if isinstance(arg, np.generic):
+        return type(arg)(g)
+    if pytree.is_container(arg):
+        g_leaves, tree = pytree.flatten(g)
+        return pytree.unflatten([_like_arg(a, b) for a, b in
+                                 zip(g_leaves, pytree.flatten(arg)[0])], tree)
+    return g
+
+
+def _choose_execution(st, leaves, rounds=7):
+    """Run loop-free code where it measured faster: Numba or plain NumPy.
+
+    Numba's scalar exp/tanh lose to NumPy's vectorised ones on large
+    arrays, while Numba wins on small ones (no interpreter overhead); the
+    first call with a new argument structure times both on its arguments,
+    interleaved so that machine noise hits both alike, and keeps the best.
+    """
+    candidates = {"numba": getattr(st.compiled, st.entry),
+                  "numpy": getattr(st.alternative, st.entry)}
+    for fn in candidates.values():
+        fn(*leaves)                                   # compiles, warms caches
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn(*leaves)
+            best[name] = min(best[name], time.perf_counter() - start)
+    st.execution = min(best, key=best.get)
+    st.function = candidates[st.execution]
+    st.timings = best
+
+
+def _describe_value(value):
+    if pytree.is_container(value):
+        return (f"a {type(value).__name__} of {len(value)} values (to return extra values "
+                f"alongside the loss, pass has_aux=True and return (loss, aux))")
+    return f"an array of shape {np.shape(value)}"
+
+
+def _normalize_argnums(fun, argnums):
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    items = (argnums,) if single else argnums
+    if not isinstance(items, tuple) or not items or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+    n = _arg_count(fun)
+    out = []
+    for i in items:
+        if n is not None and not -n <= i < n:
+            raise ValueError(f"argnums={argnums!r} is out of range: {fun.__qualname__} takes "
+                             f"{n} positional arguments")
+        out.append(operator.index(i) % n if n else i)
+    return tuple(out), single
+
+
+def _layered_arg_count(fun, layers, width=1):
+    """Arguments of ``fun`` after forward-mode layers (each adds one per tangent;
+    the last adds ``width`` per differentiated argument)."""
+    n = _arg_count(fun)
+    if n is None:
+        return None
+    for depth, (argnums, _) in enumerate(layers, 1):
+        if argnums != "vmap":          # a batching layer adds no arguments
+            n += len(argnums) * (width if depth == len(layers) else 1)
+    return n
+
+
+def _arg_count(fun):
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _check_arity(fun, args):
+    """``args`` completed with the parameters' default values, or a TypeError."""
+    n = _arg_count(fun)
+    defaults = getattr(fun, "__defaults__", None) or ()
+    if n is None or len(args) == n:
+        return args
+    if n - len(defaults) <= len(args) < n:
+        return tuple(args) + tuple(defaults[len(args) - n:])
+    least = n - len(defaults)
+    takes = f"{n}" if least == n else f"from {least} to {n}"
+    raise TypeError(f"{fun.__qualname__}() takes {takes} positional argument"
+                    f"{'s' if n != 1 else ''} but {len(args)} were given")
+
+
+def _with_keywords(fun, args, kwargs, argnums=()):
+    """The positional arguments of a call with keyword arguments, each in its
+    parameter's place (defaults fill the gaps).  As in JAX, an argument passed
+    by keyword is never differentiated: ``argnums`` must be passed positionally."""
+    needed = [i for i in argnums if isinstance(i, int) and i >= len(args)]
+    if needed:
+        raise TypeError(f"differentiating with respect to argnums={tuple(argnums)} requires at "
+                        f"least {max(needed) + 1} positional arguments, but {len(args)} were "
+                        f"passed (the others by keyword, which is never differentiated)")
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as error:
+        raise TypeError(f"{fun.__qualname__}(): {error}") from None
+    params = list(inspect.signature(fun).parameters.values())
+    out = []
+    for p in params[:_arg_count(fun)]:
+        if p.name in bound.arguments:
+            out.append(bound.arguments[p.name])
+        elif p.default is not p.empty:
+            out.append(p.default)
+    if len(bound.arguments) > len(out):
+        raise TypeError(f"{fun.__qualname__}(): keyword-only and variadic parameters are not "
+                        f"supported by transforms; make them positional")
+    return tuple(out)
+
+
+def _check_whole(args, nums, what):
+    """Each argument is differentiated whole (all its float leaves) or not at
+    all: one that mixes floats with other values, or holds what is neither a
+    number nor an array, is a TypeError rather than a silently zero derivative."""
+    for i, a in enumerate(args):
+        leaves = pytree.flatten(a)[0]
+        bad = [v for v in leaves if v is not None and pytree.rank(v) is None]
+        if bad:
+            raise TypeError(f"{what}: argument {i} holds {pytree.describe(bad[0])}; arguments "
+                            f"are floats, ints, bools, NumPy arrays, or tuples, lists, dicts "
+                            f"and NamedTuples of them")
+        if i not in nums and any(map(pytree.is_float_leaf, leaves)):
+            other = next(v for v in leaves if not pytree.is_float_leaf(v))
+            raise TypeError(f"{what}: argument {i} mixes float values with "
+                            f"{pytree.describe(other)}; an argument is differentiated whole, "
+                            f"so pass its integer or boolean parts as a separate argument")
+
+
+def _check_differentiable(fun, args, argnums):
+    names = list(inspect.signature(fun).parameters)
+    for i in argnums:
+        for leaf in pytree.flatten(args[i])[0]:
+            if not pytree.is_float_leaf(leaf):
+                raise TypeError(
+                    f"cannot differentiate {fun.__qualname__} with respect to argument {i} "
+                    f"('{names[i]}'): it holds {pytree.describe(leaf)}, and only float64/float32 "
+                    f"values are differentiable; pass floats, or leave this argument out of "
+                    f"argnums")
+
+
+def _plain(f):
+    """The user function beneath ``ad.jit``, and the target it asked for.
+
+    The source is read and fenced here, so unsupported code is reported when
+    the transform is applied, at the user's line.
+    """
+    if getattr(type(f), "__s2s_ad_object__", None) == "batched":      # ad.vmap(...)
+        return f.as_function()
+    if isinstance(f, Transformed):
+        if f.kind != "primal":
+            raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
+                            f"forward mode over reverse mode (ad.hessian, ad.hvp)")
+        return f.fun, f.target, f.options
+    if not callable(f):
+        raise TypeError(f"expected a function, got {f!r}")
+    FunctionSource(f.fun if custom.rule_of(f) else f)
+    return f, "python", {}
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``."""
+    return _grad(fun, argnums, has_aux, "grad")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """``(value, grad)``, or ``((value, aux), grad)`` with ``has_aux``."""
+    return _grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _grad(fun, argnums, has_aux, kind):
+    if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
+        return _grad_of_grad(fun, argnums, has_aux, kind)
+    f, target, options = _plain(fun)
+    nums, single = _normalize_argnums(f, argnums)
+    t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
+                    single=single)
+    t.kind = kind
+    return t
+
+
+def _grad_of_grad(inner, argnums, has_aux, kind):
+    """``grad`` of a gradient, computed reverse-over-forward.
+
+    The inner gradient is taken with respect to a scalar argument ``a`` (or
+    it would not be a scalar), so it equals the directional derivative of
+    ``f`` along a unit tangent of ``a``: a forward-mode layer; the outer
+    gradient is reverse mode over that layer.  Derivatives commute, so this
+    is the same value as reverse-over-reverse at forward mode's cost.
+    """
+    if inner.kind != "grad" or not inner.single or inner.has_aux:
+        returns = ("a (value, gradient) pair" if inner.kind == "value_and_grad"
+                   else "a tuple of gradients" if not inner.single else "(gradient, aux)")
+        raise TypeError(f"grad requires a scalar-valued function, but {inner!r} returns "
+                        f"{returns}; use ad.jacfwd or ad.hessian")
+    nums, single = _normalize_argnums(inner.fun, argnums)
+    (a,) = inner.argnums
+    return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
+                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
+    f, target, options = _plain(fun)
+    primals = _check_arity(f, primals)
+    argnums = tuple(i for i, p in enumerate(primals)
+                    if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
+    _check_whole(primals, argnums, "vjp")
+    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
+    _, leaves, treedefs = t.entry(primals)
+    st = t._last
+    out = _run_primal(f, target, options, _own_copies(st, primals))
+    value = out[0] if has_aux else out
+    value_leaves, value_def = pytree.flatten(value)
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_def = pytree.flatten(cotangent)
+        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
+            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
+                             f"the output's {_tree_text(value_def)}")
+        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
+            if np.shape(c) != np.shape(v):
+                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
+                                 f"leaf has shape {np.shape(v)}")
+        if st.tier is not None and not st.tier.started:
+            st.tier.first_call(st, [*leaves, *ct_leaves])
+        if st.alternative is not None and not st.execution and (
+                st.tier is None or st.tier.thread is None):
+            _choose_execution(st, [*leaves, *ct_leaves])
+        _, grads = st.function(*leaves, *ct_leaves)
+        by_arg = dict(zip(argnums, grads))
+        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
+                     else _zeros_like_tree(p) for i, p in enumerate(primals))
+    vjp_fn.transformed = t
+    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
+
+
+def _run_primal(f, target, options, primals):
+    if target == "python":
+        return f(*primals)
+    return Transformed(f, "primal", target=target, options=options)(*primals)
+
+
+def _own_copies(st, args):
+    """``args`` for running the user's own function (a check, a dtype probe):
+    where it writes into an argument, copies of their arrays, so the caller's
+    never change."""
+    if not st.program.entry_writes:
+        return args
+    return tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
+                                   for v in leaves], tree)
+                 for leaves, tree in map(pytree.flatten, args))
+
+
+def _zeros_like_tree(x):
+    leaves, tree = pytree.flatten(x)
+    return pytree.unflatten([np.zeros_like(v) for v in leaves], tree)
+
+
+def _tree_text(treedef):
+    if treedef is None:
+        return "*"
+    kind, children = treedef
+    inner = ", ".join(_tree_text(c) for c in children)
+    return f"[{inner}]" if kind is list else f"({inner})"
+
+
+def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
+        compile=None):
+    """``fun`` compiled with Numba; a transform of a jitted function is compiled too.
+
+    ``compile="tiered"``: a call whose compiled code is not ready runs the
+    generated module on NumPy while Numba compiles it in the background
+    (see :mod:`s2s_ad.backends.tiers`); ``"eager"``: the first call compiles.
+    ``None``: ``$S2S_AD_COMPILE``, by default ``"tiered"``.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if compile is None:
+        compile = os.environ.get("S2S_AD_COMPILE") or tiers.DEFAULT
+        if compile not in tiers.MODES:
+            raise ValueError(f"S2S_AD_COMPILE must be one of {tiers.MODES}, got {compile!r}")
+    if compile not in tiers.MODES:
+        raise ValueError(f"compile must be one of {tiers.MODES}, got {compile!r}")
+    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel),
+               "compile": compile}
+    if fun is None:
+        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath,
+                             compile=compile)
+    if target == "cuda" and type(fun).__name__ != "Batched":
+        raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
+                         "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
+                         "target='cpu' for this function")
+    if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
+        return fun.with_target(target, dict(options, parallel_request=parallel))
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, got {fun!r}")
+    FunctionSource(fun.fun if custom.rule_of(fun) else fun)
+    return Transformed(fun, "primal", target=target, options=options)
+
+
+def source(fun, *example_args):
+    """The generated Python source behind a transformed function.
+
+    With example arguments the source is generated for their structure;
+    otherwise for the last call's, or for every argument being one array.
+    """
+    fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
+    if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
+        return fun.generated_source(*example_args)
+    if not isinstance(fun, Transformed):
+        fun = Transformed(_plain(fun)[0], "primal")
+    if not example_args and fun._last is None and fun._cells:
+        n = _arg_count(fun.fun) or 0                 # one array each, and the hidden ones
+        hidden = fun._with_hidden((None,) * n)[n:]
+        trees = (None,) * n + tuple(pytree.structure(pytree.flatten(h)[1]) for h in hidden)
+        return _with_execution(fun.state(trees))
+    if example_args:
+        flat = [pytree.flatten(a) for a in fun._with_hidden(example_args)]
+        trees = tuple(pytree.structure(t) for _, t in flat)
+        leaves = [leaf for ls, _ in flat for leaf in ls]
+        ranks = tuple(pytree.rank(leaf) for leaf in leaves)
+        lengths = _small_lengths(leaves) if fun.target != "python" else ()
+        return _with_execution(fun.state(trees, ranks, lengths))
+    if fun._last is not None:
+        return _with_execution(fun._last)
+    n = _arg_count(fun.fun) or 0
+    return _with_execution(fun.state((None,) * n))
+
+
+def _with_execution(st):
+    """The source, with the measured choice of execution when one was made
+    (and, under tiered execution, how the first call ran)."""
+    if st.tier is not None and st.tier.note:
+        st = _copy_with_source(st, f"# First call (tiered execution): {st.tier.note}.\n"
+                               + st.source)
+    if not st.execution:
+        return st.source
+    t = {k: f"{v * 1e6:.0f} us" for k, v in st.timings.items()}
+    note = (f"# Execution: {'plain NumPy' if st.execution == 'numpy' else 'numba.njit'} "
+            f"(measured on the first call: numba.njit {t['numba']}, NumPy {t['numpy']}).\n")
+    return note + st.source
+
+
+def _copy_with_source(st, text):
+    import copy
+    st = copy.copy(st)
+    st.source = text
+    return st
+
+
+def _as_transformed(fun):
+    """``fun`` as a :class:`Transformed` (a plain function: its primal transform)."""
+    if isinstance(fun, Transformed):
+        return fun
+    t = _PLAIN.get(fun)
+    if t is None:
+        f, target, options = _plain(fun)
+        t = _PLAIN[fun] = Transformed(f, "primal", target=target, options=options)
+    return t
+
+
+_PLAIN = weakref.WeakKeyDictionary()     # a plain function -> its primal transform

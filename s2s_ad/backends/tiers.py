@@ -1,0 +1,194 @@
+"""Tiered execution under ``ad.jit`` (the default; ``compile="eager"`` or
+``S2S_AD_COMPILE=eager`` compiles on the first call instead).
+
+Compiling a generated module with Numba takes seconds; running the same
+module as plain NumPy code (the ``python`` backend) takes milliseconds to
+start.  With tiered execution the first call of a build whose compiled code
+is not ready:
+
+* uses compiled code at once when it is already compiled in this process;
+* otherwise starts compiling it (or loading it from Numba's disk cache,
+  which takes a few hundred milliseconds in a new process, most of it
+  Numba's own start-up) in a background thread and answers from the
+  NumPy module -- the same generated source, so the same numbers up to
+  floating point; calls made while the compile runs do the same, and the
+  first call after it finishes switches to compiled code (for loop-free
+  code, first measuring which of the two is faster, as eager compilation
+  does, see ``api._choose_execution``);
+* waits for the compile instead where the NumPy module would be much slower:
+  a function with a scalar loop (a loop whose body computes no array) runs
+  it element by element in the interpreter.
+
+The compile runs in a thread of this process rather than a helper process:
+the generated module binds Python objects (closed-over arrays, the user's
+helpers, custom rules) that another process cannot rebuild without
+re-running the user's code.  A thread shares the interpreter lock with the
+caller while Numba type-infers (LLVM's optimisation releases it); measured
+in docs/compile_time.md.  The thread is not a daemon: a process that ends
+while a compile runs waits for it, and the compiled code is saved to the
+disk cache, so the next process starts compiled.  Numba compiles under its
+own global lock, so another compile the caller needs meanwhile waits for
+this one.  A compile that fails (code Numba cannot compile) raises its
+error from the next call, as eager compilation raises it from the first.
+"""
+import contextlib
+import os
+import threading
+
+from .. import backends
+from ..ir import Call, For, Prim, While, walk
+
+MODES = ("tiered", "eager")
+DEFAULT = "tiered"          # of ad.jit without compile= and without $S2S_AD_COMPILE
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def eager():
+    """Calls in this block wait for compiled code (``ad.precompile``, and
+    compiled callers that need the Numba entry point itself)."""
+    before = getattr(_LOCAL, "eager", False)
+    _LOCAL.eager = True
+    try:
+        yield
+    finally:
+        _LOCAL.eager = before
+
+
+class Tier:
+    """How one build runs until its compiled code is ready; ``note`` says
+    what was chosen (shown by ``ad.source``)."""
+
+    def __init__(self, choose, loop):
+        # Loop-free code: the caller's function that measures Numba against
+        # NumPy once compiled (api.core._choose_execution); None otherwise.
+        self.choose = choose
+        self.loop = loop          # the line of a scalar loop (see scalar_loop), or None
+        self.started = False
+        self.note = ""
+        self.error = None
+        self.thread = None
+
+    def first_call(self, st, leaves):
+        """Choose how this call (and the next ones) run; sets ``st.function``."""
+        with _STARTING:
+            if self.started:
+                return
+            self._start(st, leaves)
+            # Only now: a thread that sees ``started`` finds ``st.function`` set.
+            self.started = True
+
+    def _start(self, st, leaves):
+        dispatcher = getattr(st.compiled, st.entry)
+        try:
+            sig = tuple(dispatcher.typeof_pyval(x) for x in leaves)
+        except (ValueError, TypeError):          # Numba cannot type it: it says so on the call
+            self.note = "compiled on the first call (an argument Numba cannot type)"
+            return
+        if sig in dispatcher.overloads:
+            self.note = "compiled code (already compiled in this process)"
+            return
+        cached = backends.in_disk_cache(dispatcher, sig)
+        ready = "loaded from the disk cache" if cached else "compiled"
+        if getattr(_LOCAL, "eager", False):
+            self.note = (f"{ready} on the first call (waited: ad.precompile or a compiled "
+                         f"caller)")
+            return
+        if self.loop is not None:
+            self.note = (f"{ready} on the first call (waited: the NumPy module would run the "
+                         f"scalar loop at line {self.loop} in the interpreter)")
+            return
+        numpy = st.alternative or backends.load(st.source, st.program.consts,
+                                                st.module.defined, st.entry, "python")
+        st.function = getattr(numpy, st.entry)
+        self.note = (f"plain NumPy (the same module) while numba.njit "
+                     f"{'loads its code from the disk cache' if cached else 'compiles'} in "
+                     f"the background, then compiled code")
+        self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
+                                       name=f"s2s_ad compile {st.entry}")
+        _RUNNING.add(self.thread)
+        self.thread.start()
+
+    def _compile(self, st, dispatcher, sig):
+        try:
+            dispatcher.compile(sig)
+        except BaseException as error:      # noqa: BLE001  (raised from the next call)
+            self.error = error
+            st.function = self._failed
+        else:
+            st.function = self._chooser(st) if self.choose else dispatcher
+        finally:
+            _RUNNING.discard(threading.current_thread())
+
+    def _failed(self, *args):
+        raise self.error
+
+    def _chooser(self, st):
+        """The entry for the first call after the compile: measures Numba
+        against NumPy on its arguments (``self.choose``), then runs."""
+        measure = self.choose
+
+        def choose(*leaves):
+            if st.function is choose:
+                measure(st, leaves)
+            return st.function(*leaves)
+        return choose
+
+    def wait(self):
+        """Block until the background compile (if any) has finished."""
+        if self.thread is not None:
+            self.thread.join()
+
+
+_STARTING = threading.Lock()
+
+# Compile threads still running.  A fork waits for them: a child forked while
+# one holds Numba's compiler lock would inherit the lock held by a thread that
+# does not exist there, and hang at its first compile (multiprocessing's
+# "fork" start method, os.fork).
+_RUNNING = set()
+
+
+def _wait_before_fork():
+    me = threading.current_thread()
+    for thread in list(_RUNNING):
+        if thread is not me:
+            thread.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_wait_before_fork)
+
+
+def scalar_loop(st):
+    """The user's line of a loop whose body computes no array (so the NumPy
+    module would run it element by element), or None.
+
+    Ranks come from the build's argument ranks; a value of unknown rank
+    counts as a scalar, so an unknown loop is waited for.
+    """
+    from ..analyses import ranks
+    req = st.request
+    fns = [st.fn] + [f for f in st.program.functions.values() if f is not st.fn]
+    for fn in fns:
+        loops = [s for s in walk(fn.body) if isinstance(s, (For, While))]
+        if not loops:
+            continue
+        given = list(req.ranks[:len(fn.params)]) if fn is st.fn and req.ranks else []
+        given += [None] * (len(fn.params) - len(given))
+        try:
+            known = ranks.infer(fn, given)
+        except Exception:      # noqa: BLE001  (no estimate: wait, the safe choice)
+            known = {}
+        for loop in loops:
+            body = loop.body + (loop.test if isinstance(loop, While) else [])
+            if not any(_makes_array(s, known) for s in walk(body)):
+                return loop.loc.lineno if loop.loc else "?"
+    return None
+
+
+def _makes_array(s, known):
+    if not isinstance(s, (Prim, Call)):
+        return False
+    return any((known.get(getattr(t, "name", t)) or 0) >= 1 for t in s.targets)

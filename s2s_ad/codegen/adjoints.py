@@ -1,0 +1,253 @@
+"""Adjoint variables and derivative templates for the reverse transform.
+
+:class:`Adjoints` tracks, for each primal name, the name of its adjoint and
+whether that array may be updated in place; :func:`instantiate` fills a
+rule's template with the statement's names and folds constants so the
+generated code reads like hand-written code.
+"""
+import ast
+import copy
+
+from . import printer as codegen
+
+
+class Adjoints:
+    """Adjoint variables: name, and whether the array is ours to update in place.
+
+    The first contribution to ``bx`` binds it (possibly to another adjoint's
+    array: not owned); later ones rebind ``bx = bx + c`` (a fresh array).
+    Element updates (``bx[i] += g``, ``bx[i] = 0``) first make ``bx`` owned.
+    When the adjoint whose array ``bx`` shares is no longer read
+    (:meth:`release`), ``bx`` becomes owned if it was the only one sharing
+    it: ``bx = bx + c`` becomes ``bx += c``.
+    """
+
+    def __init__(self, names, writer, named):
+        self.names = names
+        self.w = writer
+        # primal name -> [adjoint name, owned, adjoint names whose array it may share]
+        self.vars = {}
+        self._named = named  # primal name -> adjoint name, stable across passes
+        self.stale = {}     # primal name -> its forgotten adjoint (see drop)
+
+    def get(self, var):
+        entry = self.vars.get(var)
+        return entry[0] if entry else None
+
+    def owned(self, var):
+        entry = self.vars.get(var)
+        return bool(entry and entry[1])
+
+    def name_of(self, var):
+        if var not in self._named:
+            self._named[var] = self.names.adjoint(var)
+        return self._named[var]
+
+    def bind(self, var, adj_name, owned=False):
+        self.vars[var] = [adj_name, owned, frozenset()]
+        self._named.setdefault(var, adj_name)
+
+    def drop(self, var):
+        """Forget ``bx``: the next contribution starts it afresh."""
+        entry = self.vars.pop(var, None)
+        if entry is not None:
+            self.stale[var] = entry[0]
+
+    def release(self, var, was_owned):
+        """``bvar`` is read no more: its array passes to the one adjoint sharing it.
+
+        ``was_owned``: whether ``bvar`` was owned before the statement that
+        read it last, so that its array was ours and no other name's.
+        """
+        entry = self.vars.get(var)
+        if entry is None or not was_owned:
+            return
+        sharing = [e for e in self.vars.values() if entry[0] in e[2]]
+        if len(sharing) == 1 and sharing[0][2] == {entry[0]}:
+            sharing[0][1], sharing[0][2] = True, frozenset()
+
+    def add(self, var, expr, fresh=None):
+        """Add the contribution ``expr`` to ``bvar``.
+
+        ``fresh`` says whether ``expr`` is a new array (None: decided from
+        its form).  An owned adjoint is updated in place (``bx += c``: no
+        allocation, and its dtype stays); any adjoint ``expr`` may return
+        stops being owned, since two names now share its array.  A read-only
+        view (:data:`_VIEWS`) is never owned, nor is an adjoint sharing it.
+        """
+        view = _called(expr) in _VIEWS
+        sources = set() if fresh else _sources(expr.args[0] if view else expr)
+        for entry in self.vars.values():
+            if entry[0] in sources:
+                entry[1] = False
+        if view:
+            fresh, sources = False, set()
+        if fresh is None:
+            fresh = not sources
+        entry = self.vars.get(var)
+        if entry is None:
+            adj = self.name_of(var)
+            self.vars[var] = [adj, fresh, frozenset(sources)]
+            self.w.node(assign(adj, expr))
+        elif entry[1]:
+            self.w.node(_accumulate(entry[0], expr))
+        else:
+            entry[1], entry[2] = True, frozenset()
+            self.w.node(assign(entry[0], _plus(codegen.name(entry[0]), expr)))
+
+    def state(self):
+        """Which adjoints own their arrays, and with whom they may share them."""
+        return {var: (entry[1], entry[2]) for var, entry in self.vars.items()}
+
+    def merge(self, *paths):
+        """After a branch or loop: own an array only if every path that can
+        reach here left it owned (``paths``: :meth:`state` at the end of
+        each), and share it with every name some path shares it with."""
+        for var, entry in self.vars.items():
+            ends = [p[var] for p in paths if var in p]
+            if ends:
+                entry[1] = entry[1] and all(owned for owned, _ in ends)
+                entry[2] = entry[2].union(*(sharing for _, sharing in ends))
+
+    def prepare(self, var, inplace):
+        """Make ``bx`` defined (zeros), and owned when it is updated in place."""
+        entry = self.vars.get(var)
+        if entry is None:
+            adj = self.name_of(var)
+            self.vars[var] = [adj, True, frozenset()]
+            # A forgotten adjoint still has the primal's shape: zeroing from it
+            # keeps the primal value (and its stack) out of the adjoint sweep.
+            like = self.stale.get(var, var)
+            self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
+        elif inplace and not entry[1]:
+            entry[1], entry[2] = True, frozenset()
+            self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
+
+    def add_at(self, var, index, expr, scatter=False):
+        """``bvar[index] += expr``; ``scatter`` when an index array may repeat."""
+        self.prepare(var, True)
+        if scatter:
+            self.w.node(ast.Expr(call("rt.index_add", codegen.name(self.get(var)), index, expr)))
+            return
+        target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
+        self.w.node(ast.AugAssign(target, ast.Add(), expr))
+
+
+#: Helpers with a twin that adds their result into an owned adjoint in place
+#: (``bx = rt.add_minmax_grad(bx, ...)``): no full-size temporary.
+_ACCUMULATING = {"rt.minmax_grad": "rt.add_minmax_grad"}
+
+#: Helpers whose result may be a read-only view (a broadcast, see the runtime).
+_VIEWS = {"rt.sum_grad", "rt.mean_grad"}
+
+
+def _called(expr):
+    """The dotted name ``expr`` calls, or None."""
+    return ast.unparse(expr.func) if isinstance(expr, ast.Call) else None
+
+
+def _accumulate(adj, expr):
+    """``adj += expr`` for owned ``adj``, in the cheapest form."""
+    twin = _ACCUMULATING.get(_called(expr))
+    if twin is not None:
+        return assign(adj, call(twin, codegen.name(adj), *expr.args))
+    return ast.AugAssign(ast.Name(adj, ast.Store()), *_signed(expr))
+
+
+def _plus(left, expr):
+    """``left + expr`` (``left - e`` for ``expr = -e``)."""
+    return ast.BinOp(left, *_signed(expr))
+
+
+def _signed(expr):
+    """(operator, operand) that add ``expr``: (Sub, e) for ``expr = -e``."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        return ast.Sub(), expr.operand
+    return ast.Add(), expr
+
+
+# Helpers whose result may be their first argument (or a view of it).
+_MAY_RETURN_ARG = {"rt.unbroadcast", "rt.reshape_like", "rt.like", "rt.transpose_grad",
+                   "np.asarray", "np.ravel", "np.reshape", "np.transpose"}
+
+
+def _sources(expr):
+    """Names whose array ``expr`` may be, rather than a fresh array."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, ast.Subscript):
+        return _sources(expr.value)
+    if isinstance(expr, ast.Call) and expr.args and ast.unparse(expr.func) in _MAY_RETURN_ARG:
+        return _sources(expr.args[0])
+    return set()
+
+
+def assign(n, expr):
+    return ast.Assign([ast.Name(n, ast.Store())], expr, lineno=0)
+
+
+def call(fname, *args):
+    return ast.Call(codegen.name(fname), list(args), [])
+
+
+class Subst(ast.NodeTransformer):
+    def __init__(self, env):
+        self.env = env
+
+    def visit_Name(self, node):
+        if node.id not in self.env:
+            return node
+        new = copy.deepcopy(self.env[node.id])
+        if isinstance(new, ast.Name):
+            new.ctx = node.ctx          # a renamed assignment target stays one
+        return new
+
+
+def instantiate(template, env):
+    """The template with its parameter names replaced, lightly simplified."""
+    return simplify(Subst(env).visit(copy.deepcopy(template)))
+
+
+_FOLD = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+         ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+
+
+def _num(e):
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float)
+
+
+#: Sums over axes: a negation inside commutes out, onto the smaller result.
+_REDUCING = {"rt.unbroadcast", "np.sum"}
+
+
+def simplify(e):
+    """Fold constants, ``g * 1.0`` -> ``g``, ``g * -1.0`` -> ``-g``, ``x ** 1`` -> ``x``,
+    ``rt.unbroadcast(-g, x)`` -> ``-rt.unbroadcast(g, x)`` (negate after summing)."""
+    if isinstance(e, ast.Call):
+        e.args = [simplify(a) for a in e.args]
+        first = e.args[0] if e.args else None
+        if _called(e) in _REDUCING and isinstance(first, ast.UnaryOp) and \
+                isinstance(first.op, ast.USub) and not _num(first.operand):
+            e.args[0] = first.operand
+            return ast.UnaryOp(ast.USub(), e)
+    if isinstance(e, ast.UnaryOp):
+        e.operand = simplify(e.operand)
+        if isinstance(e.op, ast.USub) and _num(e.operand):
+            return ast.Constant(-e.operand.value)
+    if not isinstance(e, ast.BinOp):
+        return e
+    e.left, e.right = simplify(e.left), simplify(e.right)
+    if _num(e.left) and _num(e.right) and type(e.op) in _FOLD:
+        try:
+            return ast.Constant(_FOLD[type(e.op)](e.left.value, e.right.value))
+        except ZeroDivisionError:
+            return e
+    if isinstance(e.op, ast.Pow) and _num(e.right) and e.right.value == 1:
+        return e.left
+    if isinstance(e.op, ast.Mult):
+        for a, b in ((e.left, e.right), (e.right, e.left)):
+            if _num(b) and b.value == 1:
+                return a
+            if _num(b) and b.value == -1:
+                return ast.UnaryOp(ast.USub(), a)
+    return e

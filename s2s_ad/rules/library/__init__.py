@@ -1,0 +1,31 @@
+"""NumPy and SciPy functions written as plain differentiable Python.
+
+Each module here implements NumPy/SciPy functions over primitives that
+already have rules (``np.var`` as a mean of squared deviations, ``np.flip``
+as a reversed slice), the way JAX writes ``jnp.var`` over its primitives.
+``@implements(np.var)`` registers an implementation; the front end
+(:mod:`s2s_ad.frontend.anf`) lowers a call of ``np.var`` by inlining it with the
+call's arguments bound, so constant options (``axis=None``,
+``keepdims=True``) select their branch while lowering and the generated code
+holds only the primitives the call needs.  Every transform (grad, jvp,
+vmap, jit) then follows from the primitives' rules.
+
+An implementation's parameters carry NumPy's names and defaults; a keyword
+it does not list is refused at the user's line.  Helpers marked
+``@static`` run while lowering, on constant arguments only (axes, index
+tuples).  See docs/library.md.
+"""
+from . import blocks, elementwise, shapes, sorting, special, statistics  # noqa: E402,F401  (registers)
+from .registry import (
+    IMPLEMENTATIONS,
+    METHODS,
+    Implementation,
+    helper,
+    implements,
+    is_helper,
+    lookup,
+    static,
+)
+
+__all__ = ["IMPLEMENTATIONS", "METHODS", "Implementation", "helper", "implements", "is_helper",
+           "lookup", "static"]

@@ -1,0 +1,13 @@
+"""Derivative and batching transforms (layer ``transforms``: reads everything below).
+
+``forward`` (JVP functions, vector mode), ``reverse`` (VJP functions: primal
+sweep, tapes, adjoint sweep), ``mixed`` (forward mode for scalar ``while``
+loops inside reverse mode), ``scalarize`` (small static-length vectors as
+scalars for Numba), ``widen`` (several cotangent rows per adjoint sweep),
+``batch`` (vmap by batching rules), ``nested`` (``ad.grad(f)(x)`` and
+friends written inside a transformed function, as forward-mode columns) and
+``module`` (assembles the entry function, its callees and their VJPs).
+
+To add a pass: write it here (IR in, IR out where it can), then add it to
+``s2s_ad.pipeline.PASSES``.
+"""

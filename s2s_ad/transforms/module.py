@@ -1,0 +1,119 @@
+"""Assembles the generated module: the entry function, the user functions
+it calls (once each) and their VJPs (once per activity pattern)."""
+import ast
+
+from ..codegen import printer as codegen
+from ..frontend import custom
+from ..ir import Call, walk
+from . import reverse, widen
+
+
+class ModuleBuilder:
+    def __init__(self, program):
+        self.program = program
+        self.names = program.module_names
+        self.fn_names = {}    # Function.key -> printed primal name
+        self.parts = []
+        self.defined = []     # every printed function name, for the backends
+        self._vjps = {}
+        self._joint = {}
+        self.rows_width = 1   # rows per adjoint sweep of a vjp_rows entry
+        self.repeated = False  # whether adjoint sweeps run more than once (vjp_rows)
+        self._defs = []       # per part: its function definitions (see pure)
+
+    def primal(self, fn, fname=None):
+        """Print ``fn`` and every user function it calls, each once."""
+        if fn.key in self.fn_names and fname is None:
+            return self.fn_names[fn.key]
+        fname = fname or fn.name
+        self.fn_names[fn.key] = fname
+        for callee in _callees(fn):
+            self.primal(callee)
+        w = codegen.Writer()
+        codegen.primal(fn, fname, w, self.fn_names)
+        self._add(fname, w.text())
+        return fname
+
+    def helper_vjp(self, callee, in_names, seeds, ranks):
+        """(fwd name, bwd name, residual names) of a called function's VJP."""
+        key = (callee.key, in_names, seeds, ranks)
+        if key not in self._vjps and custom.has_vjp_rule(callee):
+            fwd = self.names.fresh("fwd_" + callee.name)
+            bwd = self.names.fresh("bwd_" + callee.name)
+            fwd_fn, bwd_fn, residuals = custom.vjp_adapters(self, callee, fwd, bwd)
+            self.primal(fwd_fn, fwd)
+            self.primal(bwd_fn, bwd)
+            self._vjps[key] = (fwd, bwd, residuals)
+        if key not in self._vjps:
+            self.primal(callee)
+            fwd = self.names.fresh("fwd_" + callee.name)
+            bwd = self.names.fresh("bwd_" + callee.name)
+            text, residuals = reverse.helper_vjp_source(self, callee, in_names, seeds, ranks,
+                                                        fwd, bwd)
+            self._vjps[key] = (fwd, bwd, residuals)
+            self.defined += [fwd, bwd]
+            self.parts.append(text)
+        return self._vjps[key]
+
+    def helper_joint_vjp(self, callee, in_names, seeds, ranks):
+        """The name of a called function's VJP in one piece (recomputing its primal)."""
+        key = (callee.key, in_names, seeds, ranks)
+        if key not in self._joint:
+            self.primal(callee)
+            name = self._joint[key] = self.names.fresh("vjp_" + callee.name)
+            self._add(name, reverse.helper_joint_source(self, callee, in_names, seeds, ranks,
+                                                        name))
+        return self._joint[key]
+
+    def entry_vjp(self, fn, argnums, mode, has_aux, param_ranks=None, element_grads=False,
+                  width=1):
+        fname = self.names.fresh(f"{mode}_{fn.name}")
+        for callee in _callees(fn):
+            self.primal(callee)
+        if mode == "vjp_rows":
+            self.repeated = True
+            text, self.rows_width = reverse.rows_source(self, fn, argnums, fname, param_ranks,
+                                                        width)
+            self._add(fname, text)
+            return fname
+        self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux,
+                                              param_ranks, element_grads))
+        return fname
+
+    def _add(self, fname, text):
+        self.defined.append(fname)
+        self.parts.append(text)
+
+    def pure(self, fname, seen=()):
+        """Whether calling generated function ``fname`` changes nothing outside it
+        (see :func:`s2s_ad.transforms.widen.pure_function`); calls back into ``seen``
+        count as pure."""
+        if len(self._defs) != len(self.parts):
+            self._defs = [{d.name: d for d in ast.parse(part).body
+                           if isinstance(d, ast.FunctionDef)} for part in self.parts]
+        node = next((defs[fname] for defs in self._defs if fname in defs), None)
+        seen = seen + (fname,)
+        return node is not None and widen.pure_function(
+            node, lambda callee: callee in seen or self.pure(callee, seen))
+
+    def source(self, header):
+        consts = ", ".join(f"{k} ({_describe(v)})" for k, v in self.program.consts.items())
+        lines = [f"# {line}" for line in header]
+        if consts:
+            lines.append(f"# module constants bound at import: {consts}")
+        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + "\n".join(self.parts)
+
+
+def _callees(fn):
+    seen = []
+    for s in walk(fn.body):
+        if isinstance(s, Call) and s.callee not in seen:
+            seen.append(s.callee)
+    return seen
+
+
+def _describe(v):
+    shape = getattr(v, "shape", None)
+    if shape is not None:
+        return f"{type(v).__name__} {getattr(v, 'dtype', '')} {shape}"
+    return getattr(v, "__qualname__", type(v).__name__)

@@ -1,0 +1,714 @@
+"""normalize (part): transforms called inside transformed functions.
+
+``ad.grad(f)(x)``, ``ad.value_and_grad``, ``ad.jacfwd``, ``ad.jacrev``,
+``ad.hessian``, ``ad.vjp`` and ``ad.hvp`` written in a function that is
+itself transformed are lowered here, by :class:`~s2s_ad.frontend.anf.Lowerer`, to
+ordinary lowered code, so the transform around them differentiates,
+batches and compiles them like any other code (``ad.jvp`` and ``ad.vmap``
+are lowered in :mod:`s2s_ad.frontend.anf` and take the same transformed functions).
+
+Receives the gast node of the transform expression and the lowered
+arguments.  Guarantees: each transformed function (a :class:`Spec`) becomes
+one lowered helper :class:`~s2s_ad.ir.Function` per argument structure,
+named after it (``grad_f``, ``jac_f``) and called like a user function.
+Its body calls ``f``'s forward-mode JVP (:func:`s2s_ad.transforms.forward.jvp_function`)
+once per element of each differentiated argument leaf, along that
+element's unit tangent, and writes each directional derivative into a
+column of the Jacobian (``rt.jac_zeros`` storage, one row per output
+element).  A gradient is the one-row case; ``hessian`` is ``jacfwd`` of
+``jacrev``, so the JVP of the inner helper (forward over forward); ``hvp``
+is the JVP of the gradient helper; ``vjp``'s function is the gradient of
+``<cotangent, f(x)>``.
+
+Cost: one JVP (about two to three evaluations of ``f``) per input element,
+plus one evaluation for the value, so O(n) passes for n differentiated
+elements where reverse mode would take one; a Hessian takes O(n^2).  This
+is exact and composes with every outer transform (reverse mode
+differentiates the loop of JVPs; an outer JVP differentiates it again);
+the price is paid for large differentiated arguments.
+"""
+import ast
+import sys
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gast
+
+from .. import rules
+from ..frontend import anf, custom
+from ..frontend.anf import (
+    LEAF,
+    LocalFn,
+    Lowerer,
+    Record,
+    _map_leaves,
+    transform_kind,
+    transformed_object,
+    tree_of,
+)
+from ..frontend.parse import is_user_function
+from ..ir import Call, Const, For, Function, Prim, Return, Tup, Var, leaves_of
+from ..ir.names import Names
+from ..rules.internal import (
+    FLAT,
+    FLAT_SIZE,
+    GRAD_ZEROS,
+    JAC_SHAPE,
+    JAC_ZEROS,
+    STACK_LIKE,
+    UNIT_LIKE,
+)
+from . import forward
+
+_STORED = ("a transformed function (such as ad.grad(f)) can only be called where it is written "
+           "inside a transformed function: write ad.grad(f)(x), not g = ad.grad(f); g(x), and "
+           "do not pass or return it")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A transformed function written in user code.
+
+    ``kind`` is ``"fn"`` (a user function, ``fn``), ``"grad"``,
+    ``"value_and_grad"`` or ``"jac"`` (of the :class:`Spec` ``fn``), or
+    ``"contract"`` (``<cotangent, fn(primals)>``, whose gradient is ``vjp``'s
+    function).
+    """
+    kind: str
+    fn: Any
+    argnums: tuple = (0,)
+    single: bool = True
+    has_aux: bool = False
+
+    @property
+    def name(self):
+        if self.kind == "fn":
+            return getattr(self.fn, "__name__", "f")
+        return f"{self.kind}_{self.fn.name}"
+
+
+def spec_of(lw, node):
+    """The :class:`Spec` of the function expression ``node`` (``f``,
+    ``ad.grad(f, argnums=1)``, ``ad.hessian(f)``...)."""
+    if isinstance(node, gast.Call):
+        ok, obj = lw.src.resolve(node.func)
+        kind = transform_kind(obj) if ok else None
+        if kind in ("grad", "value_and_grad", "jac", "hessian"):
+            return _transform_spec(lw, kind, node)
+        if kind is not None:
+            raise lw.error(node, f"ad.{kind}(...) cannot be transformed again inside a "
+                           f"transformed function; call it on arguments, or move it into a "
+                           f"module-level function and transform that")
+    local = lw.local_callee(node) if isinstance(node, (gast.Lambda, gast.Name)) else None
+    if local is not None:                  # a lambda or nested def: closure-converted
+        return Spec("fn", closure_of(local))
+    ok, obj = lw.src.resolve(node)
+    if ok:
+        spec = _value_spec(obj)
+        if spec is not None:
+            return spec
+    raise lw.error(node, "the function given to a transform here must be a function named "
+                   "directly (module-level or nested), a lambda, or a transform of one "
+                   "(ad.grad(f))")
+
+
+def _value_spec(obj):
+    """The :class:`Spec` of a function object, or None."""
+    if custom.rule_of(obj) is not None:
+        return Spec("fn", obj)
+    what = transformed_object(obj)
+    if what == "jacobian":
+        inner = _value_spec(obj.fun)
+        return None if inner is None else Spec("jac", inner, obj.argnums, obj.single)
+    if what == "transformed":
+        if obj.layers or obj.units:
+            return None
+        if obj.kind == "primal":
+            return _value_spec(obj.fun)
+        if obj.kind in ("grad", "value_and_grad"):
+            inner = _value_spec(obj.fun)
+            return None if inner is None else Spec(obj.kind, inner, tuple(obj.argnums),
+                                                   obj.single, obj.has_aux)
+        return None
+    obj = getattr(obj, "__s2s_ad_function__", obj)
+    return Spec("fn", obj) if is_user_function(obj) else None
+
+
+def _transform_spec(lw, kind, node):
+    names = ("fun", "argnums", "has_aux")
+    given = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
+    if len(node.args) > (3 if kind in ("grad", "value_and_grad") else 2):
+        raise lw.error(node, f"too many arguments to ad.{kind}")
+    options = {"argnums": 0, "has_aux": False}
+    fun = None
+    for name, value in given:
+        if name == "fun":
+            fun = value
+        elif name in options and (name == "argnums" or kind in ("grad", "value_and_grad")):
+            options[name] = _literal(lw, value, name, kind)
+        else:
+            raise lw.error(node, f"ad.{kind} inside a transformed function takes no "
+                           f"argument '{name}'")
+    if fun is None:
+        raise lw.error(node, f"ad.{kind} needs the function to transform")
+    argnums, has_aux = options["argnums"], options["has_aux"]
+    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    nums = (argnums,) if single else argnums
+    if not (isinstance(nums, tuple) and nums and all(
+            isinstance(a, int) and not isinstance(a, bool) for a in nums)):
+        raise lw.error(node, f"argnums must be an int or a non-empty tuple of ints, got "
+                       f"{argnums!r}")
+    if not isinstance(has_aux, bool):
+        raise lw.error(node, "has_aux must be True or False")
+    inner = spec_of(lw, fun)
+    if kind == "hessian":
+        return Spec("jac", Spec("jac", inner, nums, single), nums, single)
+    return Spec(kind, inner, nums, single, has_aux)
+
+
+def _literal(lw, node, name, kind):
+    import ast
+    try:
+        return ast.literal_eval(gast.gast_to_ast(node))
+    except ValueError:
+        raise lw.error(node, f"{name} of ad.{kind} inside a transformed function must be "
+                       f"written as a literal") from None
+
+
+# -- calls ----------------------------------------------------------------------------
+def call_transformed(lw, func, node):
+    """``ad.grad(f, ...)(args)`` and friends: ``func`` is the transform expression."""
+    return call_transformed_value(lw, spec_of(lw, func), node)
+
+
+def call_object(lw, obj, node):
+    """A call of ``ad.vjp`` or ``ad.hvp``, or of a transformed function bound at
+    module level (``dg = ad.grad(f)``); None for any other callable."""
+    kind = transform_kind(obj)
+    if kind == "vjp":
+        return call_vjp(lw, node)
+    if kind == "hvp":
+        if not node.args:
+            raise lw.error(node, "write ad.hvp(f, (x, ...), (v, ...))")
+        spec = Spec("grad", spec_of(lw, node.args[0]))
+        return call_jvp(lw, node, spec).items[1]
+    if kind is not None:
+        raise lw.error(node, _STORED)
+    what = transformed_object(obj)
+    if what == "jacobian" or what == "transformed" and obj.kind != "primal":
+        spec = _value_spec(obj)
+        if spec is None:
+            raise lw.error(node, f"{obj!r} cannot be called inside a transformed function; "
+                           f"write the transform where it is called (ad.grad(f)(x))")
+        return call_transformed_value(lw, spec, node)
+    return None
+
+
+def call_transformed_value(lw, spec, node):
+    if node.keywords:
+        raise lw.error(node, "pass the arguments of a transformed function positionally")
+    return apply(lw, spec, [lw.expr(a) for a in node.args], node)
+
+
+def apply(lw, spec, args, node):
+    """The value of the transformed function ``spec`` called on lowered ``args``."""
+    if spec.kind == "fn" and not isinstance(spec.fn, Closure):
+        return lw.call(spec.fn, args, {}, node)
+    callee = lower(lw, spec, [tree_of(a) for a in args], node)
+    leaves = [leaf for a in args for leaf in leaves_of(a)] + list(hidden_of(spec))
+    out = lw._fresh_like(callee.out_tree)
+    lw.body.append(Call([t.name for t in leaves_of(out)], callee, leaves, lw.src.loc(node)))
+    return out
+
+
+def lower(lw, spec, trees, node):
+    """The lowered helper function computing ``spec`` for argument structures ``trees``."""
+    program = lw.program
+    cache = program.__dict__.setdefault("_nested", {})
+    if spec.kind == "fn" and isinstance(spec.fn, Closure):
+        key = ("closure", spec.fn, tuple(trees))
+        if key not in cache:
+            cache[key] = program.functions[key] = _lower_closure(lw, spec.fn, trees, node, key)
+        return cache[key]
+    if spec.kind == "fn":
+        fn = spec.fn
+        if custom.rule_of(fn) is not None:
+            return program.lower_custom(fn, trees, node, lw.src)
+        callee = program.lower(fn, trees, node, lw.src)
+        writes = program.arg_writes.get(callee.key)
+        if writes:
+            loc = next(iter(writes.values()))
+            raise lw.error(node, f"{fn.__name__}() writes into an array it is passed (line "
+                           f"{loc.lineno}: '{loc.text.strip()}'), so it cannot be transformed "
+                           f"here: each derivative pass would see the array the last one "
+                           f"changed; copy the argument first in {fn.__name__} "
+                           f"(u = u.copy())")
+        return callee
+    key = ("nested", spec, tuple(trees))
+    if key not in cache:
+        if spec.kind == "contract":     # the primals, then the cotangent
+            inner = lower(lw, spec.fn, trees[:-1], node)
+            cache[key] = _Derivative(lw, spec, inner, node).contract(key, trees[-1])
+        else:
+            inner = lower(lw, spec.fn, trees, node)
+            cache[key] = _Derivative(lw, spec, inner, node).build(key)
+        program.functions[key] = cache[key]   # seen by whole-program queries (has_loops)
+    return cache[key]
+
+
+def call_vjp(lw, node):
+    """``ad.vjp(f, *primals)``: ``(out, vjp_fn)`` where ``vjp_fn`` is a :class:`VjpFunction`
+    that the same function calls as ``vjp_fn(cotangent)``."""
+    has_aux = False
+    for k in node.keywords:
+        if k.arg != "has_aux":
+            raise lw.error(node, f"ad.vjp takes no argument '{k.arg}'")
+        has_aux = _literal(lw, k.value, "has_aux", "vjp")
+    if len(node.args) < 2:
+        raise lw.error(node, "write ad.vjp(f, x, ...) with the function and its primals")
+    spec = spec_of(lw, node.args[0])
+    primals = [lw.expr(a) for a in node.args[1:]]
+    out = apply(lw, spec, primals, node)
+    if has_aux:
+        if not (isinstance(out, Tup) and len(out.items) == 2):
+            raise lw.error(node, "has_aux=True requires the function to return a pair "
+                           "(output, aux)")
+        out, aux = out.items
+    fn = Const(VjpFunction(spec, tuple(primals), out, has_aux))
+    return Tup((out, fn, aux)) if has_aux else Tup((out, fn))
+
+
+@dataclass(frozen=True)
+class VjpFunction:
+    """The ``vjp_fn`` of an ``ad.vjp`` in user code: applied where it is called."""
+    spec: Spec
+    primals: tuple
+    out: Any
+    has_aux: bool
+
+    def __repr__(self):
+        return "<vjp_fn>"
+
+
+def call_vjp_fn(lw, vjp_fn, node):
+    """``vjp_fn(cotangent)``: one cotangent per primal, as a tuple."""
+    if len(node.args) != 1 or node.keywords:
+        raise lw.error(node, "vjp_fn takes one cotangent, passed positionally")
+    ct = lw.expr(node.args[0])
+    if tree_of(ct) != tree_of(vjp_fn.out):
+        raise lw.error(node, "the cotangent passed to vjp_fn must have the structure of the "
+                       "output of ad.vjp's function")
+    n = len(vjp_fn.primals)
+    contract = Spec("contract", vjp_fn.spec, has_aux=vjp_fn.has_aux)
+    spec = Spec("grad", contract, tuple(range(n)), single=False)
+    grads = apply(lw, spec, list(vjp_fn.primals) + [ct], node)
+    return Tup(tuple(grads.items))
+
+
+def check_escapes(lw, value, node):
+    """A ``vjp_fn`` that is returned or passed on: refused at the user's line."""
+    for leaf in leaves_of(value):
+        if isinstance(leaf, Const) and isinstance(leaf.value, VjpFunction):
+            raise lw.error(node, "the vjp_fn of ad.vjp can only be called (vjp_fn(ct)) in the "
+                           "function that made it; it cannot be returned or passed on")
+
+
+# -- lambdas and nested defs: closure conversion -------------------------------------
+@dataclass(frozen=True, eq=False)
+class Closure:
+    """A lambda or nested ``def`` given to a transform, closure-converted.
+
+    Its helper takes the function's own parameters, then one hidden
+    parameter per value of the defining function it reads (``hidden``, atoms
+    of the caller, passed at each call): so the inner transform
+    differentiates only the function's own arguments, and the transform
+    around the caller differentiates through the captured values too (an
+    array closed over is a constant for ``ad.grad(lambda v: ...)`` and a
+    value like any other for the function that contains it).  ``fn`` is the
+    :class:`~s2s_ad.frontend.anf.LocalFn` with its free names (and those of the local
+    functions it reads, to any depth) bound to the caller's values now.
+    """
+    fn: Any
+    hidden: tuple          # the caller's atoms, passed after the arguments
+    names: tuple           # a readable name for each hidden parameter
+
+    @property
+    def __name__(self):
+        return self.fn.name
+
+
+def hidden_of(spec):
+    """The caller's atoms a transformed function takes after its arguments."""
+    while spec.kind != "fn":
+        spec = spec.fn
+    return spec.fn.hidden if isinstance(spec.fn, Closure) else ()
+
+
+def closure_of(local):
+    """The :class:`Closure` of the local function ``local``, reading its free
+    variables now (Python reads a closure's variables when it is called)."""
+    hidden = {}
+
+    def leaf(value, base):
+        if isinstance(value, Var) and value not in hidden:
+            hidden[value] = base
+        return value
+
+    fn = _rebind(local, leaf, {})
+    return Closure(fn, tuple(hidden), tuple(hidden.values()))
+
+
+def _rebind(value, leaf, memo, base="v"):
+    """``value`` with every local function's free names bound to their values
+    now (recursively), and each atom replaced by ``leaf(atom, name)``."""
+    if isinstance(value, LocalFn):
+        if id(value) in memo:
+            return memo[id(value)]
+        env = value.env if value.env is not None else value.owner.env
+        bound = {}
+        copy = replace(value, env=bound, defaults=())
+        memo[id(value)] = copy
+        for name in _free_names(value):
+            if name in env:
+                bound[name] = _rebind(env[name], leaf, memo, name)
+        object.__setattr__(copy, "defaults", tuple(
+            _rebind(d, leaf, memo, f"{value.name}_default") for d in value.defaults))
+        return copy
+    if isinstance(value, Tup):
+        return replace(value, items=tuple(_rebind(v, leaf, memo, f"{base}_{i}")
+                                          for i, v in enumerate(value.items)))
+    return leaf(value, base)
+
+
+def _free_names(local):
+    """The names a local function reads that are not its own (sorted)."""
+    return sorted({n.id for n in gast.walk(local.node) if isinstance(n, gast.Name)}
+                  - set(local.src.own))
+
+
+def _lower_closure(lw, closure, trees, node, key):
+    """The helper of a :class:`Closure` for argument structures ``trees``."""
+    import copy
+
+    fn = closure.fn
+    params = fn.node.args.args
+    first_default = len(params) - len(fn.defaults)
+    if not first_default <= len(trees) <= len(params):
+        raise lw.error(node, f"{fn.name}() takes {len(params)} arguments, got {len(trees)}")
+    src = copy.copy(fn.src)
+    args = copy.copy(fn.node.args)
+    args.args, args.defaults = params[:len(trees)], []
+    body = fn.node.body
+    if isinstance(fn.node, gast.Lambda):
+        body = [gast.copy_location(gast.Return(fn.node.body), fn.node.body)]
+    src.node = gast.copy_location(
+        gast.FunctionDef(src.name, args, body, [], None, None, []), fn.node)
+    taken, names = set(src.own), []
+    for base in closure.names:          # hidden names never shadow the function's own
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        names.append(name)
+    src.hidden = tuple(names)
+    program = lw.program
+    if fn.node in program._active:
+        raise lw.error(node, f"recursive call to '{fn.name}' is not supported; write the "
+                       f"recursion as a loop")
+    lowerer = Lowerer(src, list(trees) + [LEAF] * len(names), program)
+    mapping = dict(zip(closure.hidden, lowerer.param_trees[len(trees):]))
+    inner = _rebind(fn, lambda v, _: mapping.get(v, v) if isinstance(v, Var) else v, {})
+    lowerer.env.update(inner.env)
+    defaults = inner.defaults
+    for p, d in zip(params[len(trees):], defaults[len(defaults) - (len(params) - len(trees)):]):
+        lowerer.env[p.id] = d
+    program._active.append(fn.node)
+    try:
+        lowered = lowerer.run()
+    finally:
+        program._active.pop()
+    if lowerer.arg_writes:
+        loc = next(iter(lowerer.arg_writes.values()))
+        raise lw.error(node, f"{fn.name} writes into an array it is passed (line {loc.lineno}: "
+                       f"'{loc.text.strip()}'), so it cannot be transformed here: copy the "
+                       f"argument first (u = u.copy())")
+    lowered.name = program.module_names.fresh(src.name)
+    lowered.key = key
+    return lowered
+
+
+# -- the helper functions -------------------------------------------------------------
+class _Derivative:
+    """Builds the helper function of one derivative :class:`Spec`."""
+
+    def __init__(self, lw, spec, inner, node):
+        self.lw, self.spec, self.inner, self.node = lw, spec, inner, node
+        self.program = lw.program
+        self.loc = lw.src.loc(node)
+        self.names = Names(inner.params)
+        self.body = []
+
+    def emit(self, rule, args, params=None, base=None, body=None):
+        target = self.names.fresh(base) if base else self.names.temp()
+        (self.body if body is None else body).append(
+            Prim([target], rule, list(args), dict(params or {}), self.loc))
+        return Var(target)
+
+    def call(self, callee, args, body=None):
+        out = _fresh(callee.out_tree, self.names)
+        (self.body if body is None else body).append(
+            Call([v.name for v in leaves_of(out)], callee, list(args), self.loc))
+        return out
+
+    def build(self, key):
+        spec, inner = self.spec, self.inner
+        params = [Var(p) for p in inner.params]
+        if spec.kind == "contract":
+            return self.contract(key, params)
+        n_args = len(inner.param_trees) - len(hidden_of(spec))
+        for a in spec.argnums:
+            if not -n_args <= a < n_args:
+                raise self.lw.error(self.node, f"argnums {a} is out of range for a function "
+                                    f"of {n_args} arguments")
+        argnums = tuple(a % n_args for a in spec.argnums)
+        out = self.call(inner, params)
+        diff, value, aux = inner, out, None
+        if spec.has_aux:
+            if not (isinstance(out, Tup) and len(out.items) == 2):
+                raise self.lw.error(self.node, "has_aux=True requires the function to return "
+                                    "a pair (output, aux)")
+            value, aux = out.items
+            diff = _first_output(self.program, inner)
+        is_grad = spec.kind in ("grad", "value_and_grad")
+        if is_grad and isinstance(value, Tup):
+            raise self.lw.error(self.node, f"ad.{spec.kind} requires its function to return a "
+                                f"scalar, but {spec.fn.name} returns a tuple"
+                                + ("" if spec.has_aux else "; use has_aux=True for (out, aux)"))
+        columns = {}        # (output leaf, parameter leaf) -> Jacobian
+        for a in argnums:
+            for p in leaves_of(inner.param_trees[a]):
+                for v, jac in zip(leaves_of(value), self.columns(diff, params, p, value, is_grad)):
+                    columns[v, p] = jac
+
+        def per_input(v):
+            trees = [_map(inner.param_trees[a], lambda p: columns[v, p]) for a in argnums]
+            return trees[0] if spec.single else Tup(tuple(trees))
+
+        if is_grad:
+            result = per_input(value)
+            if spec.kind == "value_and_grad":
+                result = Tup((out, result))
+            elif spec.has_aux:
+                result = Tup((result, aux))
+        else:
+            result = _map(value, per_input)
+            if spec.has_aux:
+                result = Tup((result, aux))
+        return self.function(key, result)
+
+    def columns(self, diff, params, p, value, is_grad):
+        """The Jacobian of each output leaf w.r.t. parameter leaf ``p``, column by column."""
+        jvp = forward.jvp_function(self.program, diff, [p.name], None, "flat")
+        outs = leaves_of(value)
+        storage = [self.emit(GRAD_ZEROS if is_grad else JAC_ZEROS, [v, p], base="J")
+                   for v in outs]
+        size = self.emit(FLAT_SIZE, [p], base="n")
+        j = Var(self.names.fresh("j"))
+        loop = []
+        unit = self.emit(UNIT_LIKE, [p, j], base="e", body=loop)
+        result = self.call(jvp, params + [unit], body=loop)
+        douts = leaves_of(result)[len(leaves_of(diff.out_tree)):]
+        for jac, dout in zip(storage, douts):
+            if is_grad:
+                index = Tup((Const(0), j))
+            else:
+                index = Tup((Const(slice(None)), j))
+                dout = self.emit(FLAT, [dout], body=loop)
+            loop.append(Prim([], rules.RULES["setitem"], [jac, dout], {"index": index},
+                             self.loc))
+        self.body.append(For(j.name, Const(0), size, Const(1), loop, self.loc))
+        base = ("grad_" if is_grad else "jac_") + p.name
+        return [self.emit(JAC_SHAPE, [jac, v, p], base=base) for jac, v in zip(storage, outs)]
+
+    def contract(self, key, ct_tree):
+        """``<ct, f(primals)>`` summed over the output leaves; the parameters are
+        ``f``'s, then the cotangent's."""
+        inner = self.inner
+        ct = _map(ct_tree, lambda _: Var(self.names.fresh("ct")))
+        out = self.call(inner, [Var(p) for p in inner.params])
+        if self.spec.has_aux:
+            out = out.items[0]
+        total = Const(0.0)
+        for v, c in zip(leaves_of(out), leaves_of(ct)):
+            product = self.emit(rules.RULES["np.multiply"], [c, v])
+            term = self.emit(rules.RULES["np.sum"], [product],
+                             {"axis": Const(None), "keepdims": Const(False)})
+            total = term if total == Const(0.0) else self.emit(rules.RULES["np.add"],
+                                                                [total, term])
+        # A closure's hidden parameters stay last: primals, cotangent, hidden.
+        k = len(hidden_of(self.spec))
+        n, m = len(inner.params) - k, len(inner.param_trees) - k
+        params = inner.params[:n] + [v.name for v in leaves_of(ct)] + inner.params[n:]
+        return self.function(key, total, params,
+                             inner.param_trees[:m] + [ct] + inner.param_trees[m:])
+
+    def function(self, key, result, params=None, param_trees=None):
+        self.body.append(Return(result, self.loc))
+        inner = self.inner
+        fn = Function(self.spec.name, params or list(inner.params),
+                      param_trees or list(inner.param_trees), self.body, {}, inner.source,
+                      names=self.names, key=key)
+        fn.name = self.program.module_names.fresh(self.spec.name)
+        return fn
+
+
+def _first_output(program, fn):
+    """``fn`` returning only the first item of its ``(out, aux)`` result."""
+    ret = fn.body[-1]
+    cache = program.__dict__.setdefault("_nested_first", {})
+    if fn.key not in cache:
+        cache[fn.key] = replace(fn, body=fn.body[:-1] + [Return(ret.value.items[0], ret.loc)],
+                                key=("first output", fn.key),
+                                name=program.module_names.fresh(fn.name + "_out"))
+    return cache[fn.key]
+
+
+def _map(value, fn):
+    """``value`` with each leaf replaced by ``fn(leaf)``, keeping each node's kind."""
+    if isinstance(value, Tup):
+        return replace(value, items=tuple(_map(v, fn) for v in value.items))
+    return fn(value)
+
+
+def _fresh(tree, names):
+    return _map(tree, lambda _: Var(names.temp()))
+
+
+# -- ad.vmap and ad.jvp written in user code ------------------------------------------
+def call_vmap(lw, vnode, node):
+    """``ad.vmap(f, in_axes)(args)`` in user code: a loop over the examples.
+
+    Each example's ``f`` result is written into outputs allocated from
+    the first one, so the function around it can be differentiated
+    (``grad`` of a function that sums a ``vmap``) and compiled.
+    """
+    spec = _vmap_spec(lw, vnode)
+    if not vnode.args:
+        raise lw.error(vnode, "ad.vmap needs the function to batch")
+    fn = spec_of(lw, vnode.args[0])      # f, or a transform of it (ad.grad(f))
+    if node.keywords:
+        raise lw.error(node, "pass the arguments of a vmapped function positionally")
+    args = [lw.expr(a) for a in node.args]
+    in_axes = spec["in_axes"]
+    if not isinstance(in_axes, tuple):
+        in_axes = (in_axes,) * len(args)
+    if len(in_axes) != len(args):
+        raise lw.error(node, f"vmap in_axes has {len(in_axes)} entries but the function "
+                         f"is called with {len(args)} arguments")
+    leaves_axes = [pair for a, ax in zip(args, in_axes)
+                   for pair in _leaf_axes(lw, a, ax, vnode)]
+    batched = [(leaf, ax) for leaf, ax in leaves_axes if ax is not None]
+    if not batched:
+        raise lw.error(vnode, "vmap needs at least one batched argument: every in_axes "
+                         "entry is None")
+    first, axis = batched[0]
+    shape = lw.emit(rules.RULES["np.shape"], [first], {}, node)
+    size = lw.emit(rules.RULES["getitem"], [shape], {"index": Const(axis)}, node)
+
+    def example(b):
+        picked = {}
+        for leaf, ax in leaves_axes:
+            if ax is not None:
+                index = b if ax == 0 else Tup((Const(slice(None)),) * ax + (b,))
+                picked[leaf] = lw.emit(rules.RULES["getitem"], [leaf], {"index": index},
+                                         node)
+        return [_map_leaves(a, lambda x: picked.get(x, x)) for a in args]
+
+    r0 = apply(lw, fn, example(Const(0)), node)
+    outs = []
+    for leaf in anf._leaves(r0):
+        out = lw.emit(STACK_LIKE, [leaf, size], {}, node)
+        lw.emit_setitem(out, Const(0), leaf)
+        outs.append(out)
+    index = Var(lw.names.fresh("b"))
+    saved, lw.body = lw.body, []
+    r = apply(lw, fn, example(index), node)
+    for out, leaf in zip(outs, anf._leaves(r)):
+        lw.emit_setitem(out, index, leaf)
+    body, lw.body = lw.body, saved
+    lw.body.append(For(index.name, Const(1), size, Const(1), body, lw.src.loc(node)))
+    lw.cse.clear()
+    it = iter(outs)
+    return _map_leaves(r0, lambda _: next(it))
+
+def _vmap_spec(lw, vnode):
+    """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""
+    names = ("fun", "in_axes", "out_axes")
+    spec = {"in_axes": 0, "out_axes": 0}
+    given = list(zip(names, vnode.args)) + [(k.arg, k.value) for k in vnode.keywords]
+    for name, value in given:
+        if name == "fun":
+            continue
+        if name not in spec:
+            raise lw.error(vnode, f"ad.vmap inside a transformed function takes in_axes "
+                             f"and out_axes, not {name}")
+        try:
+            spec[name] = ast.literal_eval(gast.gast_to_ast(value))
+        except ValueError:
+            raise lw.error(vnode, f"{name} of ad.vmap inside a transformed function must "
+                             f"be written as a literal (ints, None, tuples)") from None
+    if spec["out_axes"] != 0:
+        raise lw.error(vnode, "ad.vmap inside a transformed function stacks its outputs "
+                         "on axis 0: use out_axes=0 and move the axis afterwards")
+    return spec
+
+def _leaf_axes(lw, value, ax, node):
+    """(leaf, batch axis) for every leaf of an argument and its in_axes entry."""
+    if isinstance(ax, dict):             # a dict prefix: one entry per key of a dict
+        keys = value.container.keys if isinstance(value, Record) else None
+        if keys is None or value.container.cls is not dict or set(ax) != set(keys):
+            raise lw.error(node, f"the dict entry {ax!r} of in_axes must have the keys "
+                             f"of its argument's dict")
+        return [p for k, v in zip(keys, value.items) for p in _leaf_axes(lw, v, ax[k], node)]
+    if isinstance(ax, (tuple, list)):
+        if not (isinstance(value, Tup) and len(value.items) == len(ax)):
+            raise lw.error(node, "a tuple entry of in_axes must match its argument's "
+                             "structure")
+        return [p for v, a in zip(value.items, ax) for p in _leaf_axes(lw, v, a, node)]
+    if ax is not None and (not isinstance(ax, int) or isinstance(ax, bool) or ax < 0):
+        raise lw.error(node, "in_axes entries of ad.vmap inside a transformed function "
+                         "must be non-negative ints or None")
+    return [(leaf, ax) for leaf in anf._leaves(value)]
+
+def call_jvp(lw, node, spec=None):
+    """``ad.jvp(f, (x, ...), (dx, ...))`` in user code: a call to f's JVP
+    (``f`` may be a transform itself, ``ad.grad(g)``; ``spec`` overrides it).
+
+    The JVP is lowered like any helper, so the function around it can be
+    differentiated again (``grad`` of a directional derivative).
+    """
+    what = "ad.hvp" if spec is not None else "ad.jvp"
+    if len(node.args) != 3 or node.keywords:
+        raise lw.error(node, f"write {what}(f, (x, ...), (dx, ...)) with three "
+                         f"positional arguments")
+    spec = spec or spec_of(lw, node.args[0])
+    primals, tangents = (lw.expr(a) for a in node.args[1:])
+    if not (isinstance(primals, Tup) and isinstance(tangents, Tup)
+            and len(primals.items) == len(tangents.items)):
+        raise lw.error(node, "ad.jvp needs a tuple of primals and a tuple of tangents "
+                         "with one tangent per primal")
+    for p, t in zip(primals.items, tangents.items):
+        if tree_of(p) != tree_of(t):
+            raise lw.error(node, "each tangent passed to ad.jvp must have the structure "
+                             "of its primal")
+    callee = lower(lw, spec, [tree_of(v) for v in primals.items], node)
+    hidden = list(hidden_of(spec))     # a closure's captured values: not tangents
+    wrt = list(callee.params)[:len(callee.params) - len(hidden)]
+    jvp_fn = forward.jvp_function(lw.program, callee, wrt, None, "flat")
+    out = lw._fresh_like(Tup((callee.out_tree, callee.out_tree)))
+    leaves = anf._leaves(primals) + hidden + anf._leaves(tangents)
+    lw.body.append(Call([t.name for t in anf._leaves(out)], jvp_fn, leaves, lw.src.loc(node)))
+    return out
+
+
+anf.install_transform_calls(sys.modules[__name__])
