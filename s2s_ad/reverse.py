@@ -430,7 +430,8 @@ class ReverseWriter:
                                                       env["g"]))
                             continue
                         self.adj.add_at(arg.name, codegen.atom(index), env["g"],
-                                        scatter=self._index_array(index))
+                                        scatter=self._index_array(index),
+                                        view=self._slice_view(s))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
                         if target in self.kept_sums and _unary_partial(s) is not None:
@@ -767,13 +768,20 @@ class ReverseWriter:
         available = set(available)
         chosen = {}
         for x in body:
+            view = self._slice_view(x)
             # Loop-carried names have two definitions: never recomputed.
-            if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
-                    and self.ranks.get(x.targets[0]) == 0 and x.targets[0] not in self.carried):
+            if not view and not (isinstance(x, Prim) and x.rule.name in _CHEAP
+                                 and len(x.targets) == 1 and self.ranks.get(x.targets[0]) == 0
+                                 and x.targets[0] not in self.carried):
                 continue
             ins = set(var_names(list(x.args) + list(x.params.values())))
-            if x.rule.name == "getitem" and roots(ins) & written:
+            if x.rule.name == "getitem" and not view and roots(ins) & written:
                 continue
+            if view:     # the array looked into may be written: the view sees the restores
+                base = x.args[0].name
+                if not (base in available or base in chosen or base not in inside):
+                    continue
+                ins.discard(base)
             if all(n in available or n in chosen or (n not in inside and not roots({n}) & written)
                    for n in ins):
                 chosen[x.targets[0]] = x
@@ -784,6 +792,19 @@ class ReverseWriter:
                 order.append(x)
                 needed |= set(var_names(list(x.args) + list(x.params.values())))
         return order[::-1]
+
+    def _slice_view(self, x):
+        """Whether ``x`` is ``v = a[basic index]`` with ``v`` an array: a view.
+
+        Recomputing the view in the adjoint sweep gives the same memory as
+        pushing it on a stack (the sweep restores what later writes changed
+        in ``a`` before it reads the view), with no per-iteration stack.
+        """
+        if not (isinstance(x, Prim) and x.rule.name == "getitem" and len(x.targets) == 1
+                and isinstance(x.args[0], Var) and x.targets[0] not in self.carried):
+            return False
+        rank = self.ranks.get(x.targets[0])
+        return rank is not None and rank >= 1 and not self._index_array(x.params["index"])
 
     def _prepend_recomputed(self, writer, stmts):
         """Print ``stmts`` at the top of ``writer``'s block."""
