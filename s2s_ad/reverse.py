@@ -81,6 +81,7 @@ class ReverseWriter:
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
+        self.same_shape.update(_shifted_same_shape(fn, self.ranks, self.act))
         self.kept_sums = _kept_sums(fn, self.ranks)   # see rev_prim
         self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
@@ -1163,6 +1164,32 @@ def _same_shape(fn):
         partial = _unary_partial(s)
         if partial is not None and s.rule.operands[0] in partial and "out" not in partial:
             out[s.targets[0]] = s.args[0].name
+    return out
+
+
+#: Elementwise rules of two operands: a scalar operand leaves the array's shape.
+_SCALAR_BROADCAST = {"np.add", "np.subtract", "np.multiply", "np.divide"}
+
+
+def _shifted_same_shape(fn, known, act):
+    """``t = a + s`` (or ``-``, ``*``, ``/``) with ``s`` a scalar and ``a`` an
+    active array of ``t``'s rank: t -> a, which has t's shape and float dtype.
+
+    ``np.sum(a + trace)``'s adjoint then takes its shape from ``a``, and the
+    gradient no longer computes the full-size ``a + trace``, whose only use
+    is the sum (see _SHAPE_ONLY in rev_prim).
+    """
+    out = {}
+    for s in walk(fn.body):
+        if not (isinstance(s, Prim) and s.rule.name in _SCALAR_BROADCAST
+                and len(s.targets) == 1 and len(s.args) == 2):
+            continue
+        rank = known.get(s.targets[0])
+        arrays = [a for a in s.args if isinstance(a, Var) and known.get(a.name) == rank]
+        scalars = [a for a in s.args if isinstance(a, Const) or (
+            isinstance(a, Var) and known.get(a.name) == 0)]
+        if rank and len(arrays) == 1 and len(scalars) == 1 and act.is_active(arrays[0]):
+            out[s.targets[0]] = arrays[0].name
     return out
 
 

@@ -70,3 +70,13 @@ def test_rebound_base_keeps_its_views_on_the_stack():
     src = _source("rebound_base")
     assert src.count("= a_2[1:]") == 1          # the primal's read only
     assert "t3_stack.append(_t3)" in src and "_t3 = t3_stack.pop()" in src
+
+
+def test_a_shifted_array_is_not_computed_for_its_sum():
+    # np.sum(a + trace): the sum's adjoint takes its shape from a, so neither
+    # the full-size a + trace nor trace itself is computed by the gradient
+    src = _source("trace_then_shift")
+    assert "rt.sum_grad(bt7, a, None, False)" in src
+    code = [ln for ln in src.splitlines() if not ln.lstrip().startswith("#")]
+    assert not any("+ trace" in ln for ln in code)
+    assert "trace_1 = " not in src and "trace_stack" not in src
