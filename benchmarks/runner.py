@@ -29,7 +29,8 @@ from . import core
 
 WORKLOADS = ("rosen_loop", "ode_rk4", "newton_sqrt", "logsumexp_rows", "mlp_loss",
              "gmm_objective", "hvp_rosen", "hessian_dense", "jac_tall", "jac_wide",
-             "ba_objective", "per_sample_td0", "per_sample_mlp", "gp_nll", "attention")
+             "ba_objective", "per_sample_td0", "per_sample_mlp", "gp_nll", "attention",
+             "array_loops")
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (rounds, seconds per sample, seconds of samples per implementation)

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     _nb_shapes,
     _nb_special,
 )
+from . import accumulate as _accumulate
 from . import linalg as _linalg
 from . import scans as _scans
 from . import special as _special
@@ -116,6 +117,10 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "batch_unbroadcast",
     "flat_size", "unit_like", "jac_zeros", "grad_zeros", "flat", "jac_shape", "jac_flat",
 ]
+
+# Product adjoints added in place into a slice of an adjoint (accumulate.py).
+globals().update((_n, getattr(_accumulate, _n)) for _n in _accumulate.EXPORTS)
+__all__ += list(_accumulate.EXPORTS)
 
 # The matrix functions (np.linalg and friends), one name each.
 globals().update((_n, getattr(_linalg, _n)) for _n in _linalg.EXPORTS)

@@ -9,6 +9,7 @@ import ast
 import copy
 
 from . import printer as codegen
+from . import slice_adjoints
 
 
 class Adjoints:
@@ -123,12 +124,17 @@ class Adjoints:
             entry[1], entry[2] = True, frozenset()
             self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
 
-    def add_at(self, var, index, expr, scatter=False):
-        """``bvar[index] += expr``; ``scatter`` when an index array may repeat."""
+    def add_at(self, var, index, expr, scatter=False, view=False):
+        """``bvar[index] += expr``; ``scatter`` when an index array may repeat;
+        ``view`` when ``bvar[index]`` is a view (see slice_adjoints)."""
         self.prepare(var, True)
         if scatter:
             self.w.node(ast.Expr(call("rt.index_add", codegen.name(self.get(var)), index, expr)))
             return
+        if view and isinstance(expr, ast.Name):
+            part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())
+            if slice_adjoints.fold_into_slice(self.w, part, expr.id):
+                return
         target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
 

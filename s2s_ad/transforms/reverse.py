@@ -84,6 +84,7 @@ class ReverseWriter:
         self._named = {}       # primal name -> adjoint name
         self.increments = _increments(fn)   # id(element write) -> the read it increments
         self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
+        self.same_shape.update(_shifted_same_shape(fn, self.ranks, self.act))
         self.kept_sums = _kept_sums(fn, self.ranks)   # see rev_prim
         self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
@@ -433,7 +434,8 @@ class ReverseWriter:
                                                       env["g"]))
                             continue
                         self.adj.add_at(arg.name, codegen.atom(index), env["g"],
-                                        scatter=self._index_array(index))
+                                        scatter=self._index_array(index),
+                                        view=self._slice_view(s))
                     else:
                         template = s.rule.template(param, self._reduction(s, arg, target))
                         if target in self.kept_sums and _unary_partial(s) is not None:
@@ -770,13 +772,20 @@ class ReverseWriter:
         available = set(available)
         chosen = {}
         for x in body:
+            view = self._slice_view(x)
             # Loop-carried names have two definitions: never recomputed.
-            if not (isinstance(x, Prim) and x.rule.name in _CHEAP and len(x.targets) == 1
-                    and self.ranks.get(x.targets[0]) == 0 and x.targets[0] not in self.carried):
+            if not view and not (isinstance(x, Prim) and x.rule.name in _CHEAP
+                                 and len(x.targets) == 1 and self.ranks.get(x.targets[0]) == 0
+                                 and x.targets[0] not in self.carried):
                 continue
             ins = set(var_names(list(x.args) + list(x.params.values())))
-            if x.rule.name == "getitem" and roots(ins) & written:
+            if x.rule.name == "getitem" and not view and roots(ins) & written:
                 continue
+            if view:     # the array looked into may be written: the view sees the restores
+                base = x.args[0].name
+                if not (base in available or base in chosen or base not in inside):
+                    continue
+                ins.discard(base)
             if all(n in available or n in chosen or (n not in inside and not roots({n}) & written)
                    for n in ins):
                 chosen[x.targets[0]] = x
@@ -787,6 +796,19 @@ class ReverseWriter:
                 order.append(x)
                 needed |= set(var_names(list(x.args) + list(x.params.values())))
         return order[::-1]
+
+    def _slice_view(self, x):
+        """Whether ``x`` is ``v = a[basic index]`` with ``v`` an array: a view.
+
+        Recomputing the view in the adjoint sweep gives the same memory as
+        pushing it on a stack (the sweep restores what later writes changed
+        in ``a`` before it reads the view), with no per-iteration stack.
+        """
+        if not (isinstance(x, Prim) and x.rule.name == "getitem" and len(x.targets) == 1
+                and isinstance(x.args[0], Var) and x.targets[0] not in self.carried):
+            return False
+        rank = self.ranks.get(x.targets[0])
+        return rank is not None and rank >= 1 and not self._index_array(x.params["index"])
 
     def _prepend_recomputed(self, writer, stmts):
         """Print ``stmts`` at the top of ``writer``'s block."""
@@ -1145,6 +1167,32 @@ def _same_shape(fn):
         partial = _unary_partial(s)
         if partial is not None and s.rule.operands[0] in partial and "out" not in partial:
             out[s.targets[0]] = s.args[0].name
+    return out
+
+
+#: Elementwise rules of two operands: a scalar operand leaves the array's shape.
+_SCALAR_BROADCAST = {"np.add", "np.subtract", "np.multiply", "np.divide"}
+
+
+def _shifted_same_shape(fn, known, act):
+    """``t = a + s`` (or ``-``, ``*``, ``/``) with ``s`` a scalar and ``a`` an
+    active array of ``t``'s rank: t -> a, which has t's shape and float dtype.
+
+    ``np.sum(a + trace)``'s adjoint then takes its shape from ``a``, and the
+    gradient no longer computes the full-size ``a + trace``, whose only use
+    is the sum (see _SHAPE_ONLY in rev_prim).
+    """
+    out = {}
+    for s in walk(fn.body):
+        if not (isinstance(s, Prim) and s.rule.name in _SCALAR_BROADCAST
+                and len(s.targets) == 1 and len(s.args) == 2):
+            continue
+        rank = known.get(s.targets[0])
+        arrays = [a for a in s.args if isinstance(a, Var) and known.get(a.name) == rank]
+        scalars = [a for a in s.args if isinstance(a, Const) or (
+            isinstance(a, Var) and known.get(a.name) == 0)]
+        if rank and len(arrays) == 1 and len(scalars) == 1 and act.is_active(arrays[0]):
+            out[s.targets[0]] = arrays[0].name
     return out
 
 

@@ -1,0 +1,119 @@
+"""Array loops: slices read and written in loops (issue 22), for the oracle.
+
+Each program reads slices of arrays inside loops: products of slices
+(adjoints added into the slice in place), stencils in a time loop over
+arrays written in place (views recomputed by the adjoint sweep, not
+stacked), column loops writing a matrix, and a scalar loop over a diagonal.
+``CASES`` maps each name to (function, argument maker, argnums).
+"""
+import numpy as np
+
+
+def tri_product(A, B):
+    """Triangular product: B[i, j] += A[i+1:, i] . B[i+1:, j], then B *= 1.5."""
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= 1.5
+    return np.sum(B * B)
+
+
+def lower_solve_like(L, b):
+    """Forward substitution with a dot of the solved prefix: x[i] reads x[:i]."""
+    x = np.zeros(b.shape[0])
+    for i in range(b.shape[0]):
+        x[i] = (b[i] - np.dot(L[i, :i], x[:i])) / (2.0 + L[i, i] ** 2)
+    return np.sum(np.sin(x))
+
+
+def jacobi_1d(A, B):
+    for t in range(3):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+    return np.sum(A * A) + np.sum(np.tanh(B))
+
+
+def jacobi_2d(A, B):
+    for t in range(2):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:]
+                               + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:]
+                               + B[2:, 1:-1] + B[:-2, 1:-1])
+    return np.sum(A ** 2) + np.sum(B)
+
+
+def nonlinear_stencil(u):
+    """A stencil whose adjoint reads the slices' values (they are views of u)."""
+    for t in range(3):
+        u[1:-1] = u[1:-1] + 0.1 * u[:-2] * u[2:]
+    return np.sum(u * u)
+
+
+def covariance_columns(X):
+    n = X.shape[1]
+    cov = np.zeros((n, n))
+    for i in range(n):
+        cov[i:, i] = cov[i, i:] = X[:, i] @ X[:, i:]
+    return np.sum(cov * cov)
+
+
+def matrix_times_slice(M, x):
+    """A matrix slice times a vector slice, in a loop (matmul of 2-D by 1-D)."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        y = M[:, i:] @ x[i:]
+        s += np.sum(np.cos(y))
+    return s
+
+
+def view_of_view(A, w):
+    s = 0.0
+    for i in range(A.shape[0]):
+        row = A[i]
+        s += np.dot(row[1:], w) * np.dot(row[:-1], w)
+    return s
+
+
+def rebound_base(a, w):
+    """The array a slice reads is rebound in the loop: its views differ per step."""
+    s = 0.0
+    for i in range(3):
+        a = a * 1.1 + 0.05
+        s += np.dot(a[1:], w)
+    return s * s
+
+
+def written_after_read(a, w):
+    """The array a slice view reads is written between the read and its use."""
+    s = 0.0
+    for i in range(a.shape[0] - 1):
+        v = a[i:]
+        a[i] = a[i] * 0.5 + 1.0
+        s += np.dot(v, w[i:]) ** 2
+    return s
+
+
+def trace_then_shift(a):
+    trace = 0.0
+    for i in range(a.shape[0]):
+        trace += np.tanh(a[i, i])
+    return np.sum(a + trace)
+
+
+def _r(rng, *shape):
+    return rng.uniform(0.1, 1.0, size=shape)
+
+
+CASES = {
+    "tri_product": (tri_product, lambda r: (_r(r, 5, 5), _r(r, 5, 4)), (0, 1)),
+    "lower_solve_like": (lower_solve_like, lambda r: (_r(r, 6, 6), _r(r, 6)), (0, 1)),
+    "jacobi_1d": (jacobi_1d, lambda r: (_r(r, 9), _r(r, 9)), (0, 1)),
+    "jacobi_2d": (jacobi_2d, lambda r: (_r(r, 6, 5), _r(r, 6, 5)), (0, 1)),
+    "nonlinear_stencil": (nonlinear_stencil, lambda r: (_r(r, 8),), 0),
+    "covariance_columns": (covariance_columns, lambda r: (_r(r, 7, 4),), 0),
+    "matrix_times_slice": (matrix_times_slice, lambda r: (_r(r, 3, 5), _r(r, 5)), (0, 1)),
+    "view_of_view": (view_of_view, lambda r: (_r(r, 3, 5), _r(r, 4)), (0, 1)),
+    "rebound_base": (rebound_base, lambda r: (_r(r, 5), _r(r, 4)), (0, 1)),
+    "written_after_read": (written_after_read, lambda r: (_r(r, 5), _r(r, 5)), (0, 1)),
+    "trace_then_shift": (trace_then_shift, lambda r: (_r(r, 4, 4),), 0),
+}
