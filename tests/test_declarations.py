@@ -1,6 +1,6 @@
 """The declaration is the only place a primitive's facts live.
 
-The transforms (s2s_ad/transforms/forward.py, reverse.py, batch.py, widen.py,
+The transforms (s2s_ad/transforms/forward.py, reverse/, batch.py, widen.py,
 analyses/ranks.py, scalarize.py, mixed.py, frontend/anf.py, codegen/adjoints.py) read a primitive's
 facts from its :class:`s2s_ad.rules.Rule` (``rank``, ``batch``, ``vjp``,
 ``jvp``, ``linear``, ``mutates``...).  This test scans their source for
@@ -22,8 +22,8 @@ import pytest
 from s2s_ad import rules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "s2s_ad"
-TRANSFORMS = ("transforms/forward.py", "transforms/reverse.py", "transforms/batch.py", "transforms/widen.py", "analyses/ranks.py",
-              "transforms/scalarize.py", "transforms/mixed.py", "frontend/anf.py", "codegen/adjoints.py")
+TRANSFORMS = ("transforms/forward.py", "transforms/reverse", "transforms/batch.py", "transforms/widen.py", "analyses/ranks.py",
+              "transforms/scalarize.py", "transforms/mixed.py", "frontend/anf", "codegen/adjoints.py")
 
 # Language plumbing the lowering itself creates, not NumPy functions a user
 # calls: indexing and index assignment, the join copy of branches and loops,
@@ -39,13 +39,13 @@ STRUCTURAL = {"getitem", "setitem", "copy", "dtype", "and", "or", "not", "len", 
 # in s2s_ad/rules/arrays.py).
 PENDING = {
 "transforms/forward.py": {"np.logical_and", "np.logical_or"},
-    "transforms/reverse.py": {"np.abs", "np.add", "np.asarray", "np.divide", "np.equal", "np.expand_dims", "np.floor_divide", "np.greater", "np.greater_equal", "np.less", "np.less_equal", "np.matmul", "np.mean", "np.mod", "np.multiply", "np.negative", "np.not_equal", "np.positive", "np.power", "np.ravel", "np.reshape", "np.square", "np.squeeze", "np.subtract", "np.sum", "np.transpose"},
+    "transforms/reverse": {"np.abs", "np.add", "np.asarray", "np.divide", "np.equal", "np.expand_dims", "np.floor_divide", "np.greater", "np.greater_equal", "np.less", "np.less_equal", "np.matmul", "np.mean", "np.mod", "np.multiply", "np.negative", "np.not_equal", "np.positive", "np.power", "np.ravel", "np.reshape", "np.square", "np.squeeze", "np.subtract", "np.sum", "np.transpose"},
     "transforms/batch.py": {"np.arange", "np.argmax", "np.argmin", "np.argsort", "np.array", "np.asarray", "np.concatenate", "np.copy", "np.dot", "np.empty", "np.empty_like", "np.expand_dims", "np.eye", "np.full_like", "np.inner", "np.matmul", "np.max", "np.mean", "np.min", "np.ndim", "np.ones", "np.ones_like", "np.outer", "np.prod", "np.ravel", "np.reshape", "np.round", "np.shape", "np.size", "np.squeeze", "np.stack", "np.sum", "np.transpose", "np.zeros", "np.zeros_like"},
     "transforms/widen.py": {"np.copy", "np.empty", "np.empty_like", "np.zeros", "np.zeros_like"},
     "analyses/ranks.py": {"np.arange", "np.argmax", "np.argmin", "np.array", "np.asarray", "np.concatenate", "np.copy", "np.empty", "np.empty_like", "np.eye", "np.full", "np.full_like", "np.max", "np.mean", "np.min", "np.ndim", "np.negative", "np.ones", "np.ones_like", "np.positive", "np.prod", "np.reshape", "np.round", "np.shape", "np.size", "np.stack", "np.sum", "np.transpose", "np.zeros", "np.zeros_like"},
     "transforms/scalarize.py": {"np.array", "np.dot", "np.inner", "np.ones", "np.sum", "np.zeros"},
     "transforms/mixed.py": set(),
-    "frontend/anf.py": {"np.abs", "np.add", "np.array", "np.asarray", "np.expand_dims", "np.maximum", "np.minimum", "np.multiply", "np.ndim", "np.ravel", "np.reshape", "np.shape", "np.size", "np.squeeze", "np.transpose"},
+    "frontend/anf": {"np.add", "np.array", "np.asarray", "np.expand_dims", "np.multiply", "np.ndim", "np.ravel", "np.reshape", "np.squeeze", "np.transpose"},
     "codegen/adjoints.py": {"np.asarray", "np.copy", "np.ravel", "np.reshape", "np.sum", "np.transpose"},
 }
 
@@ -60,14 +60,19 @@ def _emitted(node, parents):
 
 
 def named_primitives(filename):
-    """{name: [line, ...]} of string literals naming a rule, not emission."""
-    tree = ast.parse((ROOT / filename).read_text())
-    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    """{name: [line, ...]} of string literals naming a rule, not emission, in a
+    module or in every module of a package (a folder: lines as ``file:line``)."""
+    path = ROOT / filename
+    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
     found = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                node.value in rules.RULES and not _emitted(node, parents):
-            found.setdefault(node.value, []).append(node.lineno)
+    for f in files:
+        tree = ast.parse(f.read_text())
+        parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value in rules.RULES and not _emitted(node, parents):
+                where = node.lineno if f == path else f"{f.name}:{node.lineno}"
+                found.setdefault(node.value, []).append(where)
     return found
 
 

@@ -1,0 +1,253 @@
+"""Lowering calls: NumPy and ``math`` functions (their rules), array methods,
+namedtuples, and the dispatch of a call to the right lowering (see
+``inlining``; s2s_ad's own transforms go to ``markers.nested``).
+"""
+import builtins
+
+import gast
+import numpy as np
+
+from ... import rules
+from ...analyses.ranks import _rank as prim_rank
+from ...analyses.ranks import rank_of
+from ...ir import (
+    Const,
+    Prim,
+    Record,
+    Tup,
+    Var,
+    pytree,
+)
+from ...rules import library
+from .. import comprehensions, custom
+from ..parse import (
+    is_user_function,
+)
+from . import markers
+from .common import (
+    _IN_PLACE,
+    _VARARG_METHODS,
+    _VIEWS,
+    LocalFn,
+    _atom,
+    _cse_key,
+    _is_constant,
+    _python_value,
+    _qualname,
+    _values,
+)
+from .markers import transform_kind
+
+
+class Calls:
+    """Call dispatch, rules, array methods and statement emission."""
+
+    def expr_Call(self, node):
+        func = node.func
+        local = self.local_callee(func)
+        if local is not None:
+            return self.call_local(local, node)
+        ok, obj = self.src.resolve(func)
+        if not ok:
+            if isinstance(func, gast.Attribute):
+                return self.method(func, node)
+            if isinstance(func, gast.Call) and self._transform_of(func) == "vmap":
+                return markers.nested.call_vmap(self, func, node)
+            if isinstance(func, gast.Call):          # ad.grad(f)(x) and friends
+                return markers.nested.call_transformed(self, func, node)
+            vjp_fn = self.env.get(func.id) if isinstance(func, gast.Name) else None
+            if isinstance(vjp_fn, Const) and isinstance(vjp_fn.value, markers.nested.VjpFunction):
+                return markers.nested.call_vjp_fn(self, vjp_fn.value, node)
+            what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
+            raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
+                             "can be called; call the function by its own name")
+        if transform_kind(obj) == "jvp":
+            return markers.nested.call_jvp(self, node)
+        # ad.vjp, ad.hvp, a module-level ad.grad(f)
+        value = markers.nested.call_object(self, obj, node)
+        if value is not None:
+            return value
+        value = comprehensions.call(self, obj, node)    # sum(e for x in xs), np.stack([...])
+        if value is not None:
+            return value
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if None in kwargs:
+            raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
+        return self.call(obj, args, kwargs, node)
+
+    def _transform_of(self, node):
+        """The transform a call node ``ad.X(...)`` calls, or None."""
+        ok, obj = self.src.resolve(node.func)
+        return transform_kind(obj) if ok else None
+
+    def method(self, func, node):
+        name = rules.METHODS.get(func.attr)
+        if name is None and func.attr in library.METHODS:
+            args = [self.expr(a) for a in node.args]
+            kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+            return self.call_library(library.METHODS[func.attr],
+                                     [self.expr(func.value)] + args, kwargs, node)
+        if name is None:
+            raise self.error(node, f"the array method '.{func.attr}()' is not supported; "
+                             "call the NumPy function instead")
+        args = [self.expr(a) for a in node.args]
+        vararg = _VARARG_METHODS.get(func.attr)
+        if vararg and len(args) > 1:
+            args = [Tup(tuple(args))]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        rule = rules.RULES[name]
+        return self.emit_call(rule, [self.expr(func.value)] + args, kwargs, node)
+
+    def call(self, obj, args, kwargs, node):
+        if custom.rule_of(obj) is not None:
+            return self.call_user(obj.fun, args, kwargs, node, custom=obj)
+        target = getattr(obj, "__s2s_ad_function__", None)
+        if target is not None:
+            obj = target
+        if obj in rules.BUILTINS and not kwargs:
+            if obj is abs or len(args) == 2:
+                return self.emit_call(rules.RULES[rules.BUILTINS[obj]], args, kwargs, node)
+        if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+            return self.namedtuple(obj, args, kwargs, node)
+        if getattr(obj, "__s2s_ad_static__", False):
+            return self.call_static(obj, args, kwargs, node)
+        if obj is slice and all(isinstance(a, Const) for a in args) and not kwargs:
+            return Const(slice(*(a.value for a in args)))
+        if obj is len and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
+            return Const(len(args[0].items))
+        if obj is len and len(args) == 1 and isinstance(args[0], Const) and not kwargs and \
+                isinstance(args[0].value, (tuple, list, str)):   # a constant sequence
+            return Const(len(args[0].value))
+        if library.is_helper(obj):       # a plain helper of the library: inlined too
+            return self.call_library(library.helper(obj), args, kwargs, node)
+        rule = rules.lookup(obj)
+        if rule is not None:
+            return self.emit_call(rule, args, kwargs, node)
+        impl = library.lookup(obj)
+        if impl is not None:
+            return self.call_library(impl, args, kwargs, node)
+        if is_user_function(obj):
+            return self.call_user(obj, args, kwargs, node)
+        if obj is getattr(builtins, "range", None):
+            raise self.error(node, "range() is only supported as the iterable of a for loop")
+        if obj in _IN_PLACE or isinstance(getattr(obj, "__self__", None), np.ufunc) and \
+                obj.__name__ == "at":
+            raise self.error(node, f"{_qualname(obj)}() writes into an array argument in place, "
+                             f"which is not differentiated; build the new array instead (for "
+                             f"example with x[idx] = v on a copy, or np.where)")
+        cname = self.bind_const(getattr(obj, "__name__", "f"), obj)
+        rule = rules.unknown_rule(obj, _qualname(obj))
+        rule.emit, rule.params, rule.operands = cname, tuple(f"a{i}" for i in range(len(args))), ()
+        if kwargs:
+            raise self.error(node, f"keyword arguments to {rule.name} are not supported")
+        return self.emit(rule, args, {}, node)
+
+    def namedtuple(self, cls, args, kwargs, node):
+        """``Point(x, y=...)``: a :class:`Record` of the NamedTuple's fields."""
+        fields = cls._fields
+        values = dict(zip(fields, args))
+        for k, v in kwargs.items():
+            if k not in fields or k in values:
+                raise self.error(node, f"bad keyword argument '{k}' for {cls.__name__}")
+            values[k] = v
+        defaults = getattr(cls, "_field_defaults", {})
+        for f in fields:
+            if f not in values:
+                if f not in defaults:
+                    raise self.error(node, f"{cls.__name__}() is missing the field '{f}'")
+                values[f] = self.constant(f, defaults[f], node)
+        if len(args) > len(fields):
+            raise self.error(node, f"{cls.__name__}() takes {len(fields)} values")
+        return Record(tuple(values[f] for f in fields), container=pytree.Keyed(cls, fields))
+
+    def emit_call(self, rule, args, kwargs, node):
+        if rule.varargs:         # np.einsum(subscripts, *operands): the operands as one tuple
+            k = len(rule.params) - 1
+            args = list(args[:k]) + [Tup(tuple(args[k:]))]
+        bound = rules.bind(rule, args, kwargs, lambda msg: self.error(node, msg))
+        if rule.name == "np.ndim" and rank_of(bound[rule.params[0]], self.ranks) is not None:
+            return Const(rank_of(bound[rule.params[0]], self.ranks))
+        if rule.name == "np.ndim" and _is_constant(bound[rule.params[0]]):
+            try:                 # np.ndim of a constant sequence: its nesting depth
+                return Const(int(np.ndim(_python_value(bound[rule.params[0]]))))
+            except (TypeError, ValueError):
+                pass
+        if rule.parts:           # several outputs: one primitive each (unused ones are dropped)
+            parts = rule.parts(bound) if callable(rule.parts) else rule.parts
+            made = [self.emit_call(rules.RULES[p], [], {k: v for k, v in bound.items()
+                                                       if k in rules.RULES[p].params}, node)
+                    for p in (parts if isinstance(parts, tuple) else (parts,))]
+            return Tup(tuple(made)) if isinstance(parts, tuple) else made[0]
+        if rule.name in ("np.array", "np.asarray"):
+            value = bound.get(rule.operands[0])
+            if isinstance(value, Tup):           # a list display: an array of its elements
+                return self.array_of(value, node)
+            if rule.name == "np.array" and isinstance(value, Var):
+                rule = rules.RULES["np.copy"]    # np.array of an array copies it
+                bound = {rule.operands[0]: value}
+        for p in rule.operands:
+            if isinstance(bound.get(p), Tup) and not callable(rule.vjp.get(p)):
+                # NumPy reads a list where it wants an array as np.array(list).
+                bound[p] = self.array_of(bound[p], node)
+        operands = [bound[p] for p in rule.operands if p in bound]
+        params = {p: bound[p] for p in rule.params if p not in rule.operands and p in bound}
+        for p, default in rule.defaults.items():
+            params.setdefault(p, Const(default))
+        return self.emit(rule, operands, params, node)
+
+    def array_of(self, value, node):
+        """``np.array(value)`` for a list or tuple display ones row by row."""
+        if not value.items:
+            raise self.error(node, "an empty list cannot be made into an array here; use "
+                             "np.zeros(0)")
+        if not any(isinstance(v, Tup) for v in value.items):
+            return self.emit(rules.RULES["np.array"], [value], {}, node)
+        rows = Tup(tuple(self.array_of(v, node) if isinstance(v, Tup) else v
+                         for v in value.items))
+        return self.emit(rules.RULES["np.stack"], [rows], {"axis": Const(0)}, node)
+
+    def emit(self, rule, operands, params, node=None):
+        if any(isinstance(v, LocalFn) for o in operands for v in _values(o)):
+            raise self.error(node or self.node, f"a function defined here can only be called, "
+                             f"or passed to a function that calls it (not used as a value "
+                             f"in {rule.name})")
+        if rule.name == "np.multiply" and len(operands) == 2 and not params and \
+                isinstance(operands[0], Var) and operands[0] == operands[1]:
+            # ``a * a`` is np.square(a): its adjoint is one product, g * 2a,
+            # not two accumulated into one cotangent.
+            rule, operands = rules.RULES["np.square"], operands[:1]
+        # The same read earlier in this block is reused (x[i] read twice is
+        # one value, so its adjoint is one update).
+        key = _cse_key(rule, operands, params)
+        table = self.cse.setdefault(id(self.body), {})
+        if key is not None and key in table:
+            return table[key]
+        target = self.names.temp()
+        loc = self.src.loc(node or self.node)
+        prim = Prim([target], rule, list(operands), params, loc)
+        self.body.append(prim)
+        self.note_rank(target, prim_rank(prim, self.ranks))
+        if rule.name in _VIEWS:
+            self.views.add(target)
+            if rule.name == "getitem" and self.view_of is not None:
+                self.view_of[target] = (operands[0], params["index"])
+        if key is not None:
+            table[key] = Var(target)
+        return Var(target)
+
+    def note_rank(self, name, rank):
+        """Record ``name``'s rank; a name given two ranks has none."""
+        if name in self.ranks and self.ranks[name] != rank:
+            rank = None
+        self.ranks[name] = rank
+
+    def call_static(self, fn, args, kwargs, node):
+        """A library helper run while lowering, on constant arguments."""
+        try:
+            values = [_python_value(a) for a in args]
+            named = {k: _python_value(v) for k, v in kwargs.items()}
+            return _atom(fn(*values, **named))
+        except (TypeError, ValueError) as exc:
+            what = getattr(self.src, "library_name", fn.__name__)
+            raise self.error(node, f"{what}: {exc}") from None

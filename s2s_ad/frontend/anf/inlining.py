@@ -1,0 +1,215 @@
+"""Calls lowered by inlining or as separate functions: local functions
+(lambdas, nested defs) in place, user functions once per argument structure
+(in place when they write into an argument), the library's implementations
+of NumPy functions in place with constant options folded.
+"""
+import dataclasses
+import inspect
+
+import gast
+
+from ...analyses.ranks import _call_ranks as call_ranks
+from ...analyses.ranks import rank_of
+from ...ir import (
+    Call,
+    Prim,
+    Var,
+    tree_of,
+    walk,
+)
+from .common import LocalFn, _has_branches, _has_loops, _InlinedSource, _leaves
+
+
+class Inlining:
+    """Calls of local functions, user functions and library implementations."""
+
+    def local_callee(self, func):
+        """The local function a call's ``func`` names (or is), or None."""
+        if isinstance(func, gast.Lambda):               # (lambda z: ...)(x)
+            return self.local_function(func)
+        if isinstance(func, gast.Name) and func.id in self.src.locals:
+            value = self.env.get(func.id)
+            if isinstance(value, LocalFn):
+                return value
+        return None
+
+    def call_local(self, fn, node):
+        """A call of a nested ``def`` or ``lambda``, lowered in place.
+
+        Its parameters are bound to the call's values and its free names to
+        the defining function's variables (their values now, or when it was
+        passed to the function calling it), as Python's closures read them.
+        """
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if None in kwargs:
+            raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
+        params = [a.id for a in fn.node.args.args]
+        if len(args) > len(params):
+            raise self.error(node, f"{fn.name}() takes {len(params)} arguments, got {len(args)}")
+        bound = dict(zip(params, args))
+        for k, v in kwargs.items():
+            if k not in params or k in bound:
+                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.name}()")
+            bound[k] = v
+        first_default = len(params) - len(fn.defaults)
+        for i, p in enumerate(params):
+            if p not in bound:
+                if i < first_default:
+                    raise self.error(node, f"{fn.name}() is missing the argument '{p}'")
+                bound[p] = fn.defaults[i - first_default]
+        if fn.node in self.program._active:
+            raise self.error(node, f"recursive call to '{fn.name}' is not supported; "
+                             "write the recursion as a loop")
+        env = fn.env if fn.env is not None else fn.owner.env
+        child = type(self).__new__(type(self))
+        child.__dict__.update(self.__dict__)     # this function's body, names, tables
+        child.src, child.node = fn.src, fn.node
+        child.env = {k: v for k, v in env.items() if k not in fn.src.own}
+        child.env.update((p, self.passed(bound[p])) for p in params)
+        start = len(self.body)
+        self.program._active.append(fn.node)
+        try:
+            if isinstance(fn.node, gast.Lambda):
+                return child.expr(fn.node.body)
+            for stmt in fn.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+            return child.body.pop().value
+        finally:
+            self.program._active.pop()
+            if any(isinstance(p, Prim) and p.rule.name == "setitem"
+                   for p in walk(self.body[start:])):
+                self.effects += 1         # it wrote into an array (a call for its effect)
+
+    def passed(self, value):
+        """``value`` as passed to another function: a local function carries
+        its defining function's variables as they are now."""
+        if isinstance(value, LocalFn) and value.env is None:
+            return dataclasses.replace(value, env=dict(value.owner.env))
+        return value
+
+    def call_user(self, fn, args, kwargs, node, custom=None):
+        src_params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        if inspect.ismethod(fn):
+            src_params = src_params[1:]          # self.helper(x): self is a constant
+        defaults = fn.__defaults__ or ()
+        bound = dict(zip(src_params, args))
+        for k, v in kwargs.items():
+            if k not in src_params or k in bound:
+                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.__name__}()")
+            bound[k] = v
+        first_default = len(src_params) - len(defaults)
+        for i, p in enumerate(src_params):
+            if p not in bound:
+                if i < first_default:
+                    raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
+                bound[p] = self.constant(p, defaults[i - first_default], node)
+        values = [bound[p] for p in src_params]
+        src = self.program.source(fn)
+        if any(isinstance(v, LocalFn) for v in values):
+            # apply(f, x) with f a nested def or lambda: lowered in place, so
+            # that calls of f inside it see f's variables.
+            return self.inline(fn, [self.passed(v) for v in values], node)
+        if custom is None and self.loops and _has_loops(src):
+            return self.inline(fn, values, node)
+        trees = [tree_of(v) for v in values]
+        if custom is not None:
+            callee = self.program.lower_custom(custom, trees, node, self.src)
+        else:
+            callee = self.program.lower(fn, trees, node, self.src,
+                                        [rank_of(leaf, self.ranks) for v in values
+                                         for leaf in _leaves(v)])
+            if self.program.arg_writes.get(callee.key) or _has_branches(callee):
+                # A helper that writes into an array it is passed is lowered
+                # into this function, so the write lands in the caller's array.
+                return self.inline(fn, values, node)
+        leaves = [leaf for v in values for leaf in _leaves(v)]
+        out = self._fresh_like(callee.out_tree)
+        call = Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node))
+        self.body.append(call)
+        for t, r in zip(call.targets, call_ranks(call, self.ranks)):
+            self.note_rank(t, r)
+        return out
+
+    def inline(self, fn, values, node):
+        """Lower a call's body into this function; returns the call's value.
+
+        Used for a user function that loops, called inside a loop: lowered
+        in place, its loops share this function's tape, so the adjoint does
+        not allocate a stack per call (a separate fwd/bwd pair would); and
+        for a user function with branches (see ``_has_branches``); and for
+        one that writes into an array it is passed, so that the caller sees
+        the write (and its derivative flows through it).
+        """
+        if fn in self.program._active:
+            raise self.error(node, f"recursive call to '{fn.__name__}' is not supported; "
+                             "write the recursion as a loop")
+        values, writebacks = self.view_arguments(fn, values, node)
+        src = self.program.source(fn)
+        child = type(self).__new__(type(self))
+        child.src, child.program, child.names = src, self.program, self.names
+        child.consts, child.body, child.loops = self.consts, self.body, self.loops
+        child.cse = self.cse
+        child.views = self.views
+        child.ranks = self.ranks
+        child.params, child.written = self.params, self.written
+        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
+                           if isinstance(leaf, Var)}
+        child.arg_writes = {}
+        child.view_of, child.effects = self.view_of, 0
+        child.env = dict(zip(src.param_names, values))
+        self.program._active.append(fn)
+        try:
+            for stmt in src.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+        finally:
+            self.program._active.pop()
+        ret = child.body.pop()
+        for name in child.arg_writes:           # the caller's arrays it wrote into
+            self.note_write(Var(name), node)
+        for array, index, copy in writebacks:
+            self.emit_setitem(array, index, copy)
+        if child.arg_writes:
+            self.effects += 1
+        return ret.value
+
+    def call_library(self, impl, args, kwargs, node):
+        """A call of a NumPy/SciPy function written in :mod:`s2s_ad.rules.library`:
+        its implementation is lowered in place with the call's arguments bound
+        (constant options select their branches); what goes wrong inside is
+        reported at the user's call, naming the NumPy function."""
+        name = getattr(self.src, "library_name", impl.name)
+        if "out" in kwargs:
+            raise self.error(node, f"{name}(..., out=...) writes into an array, which is not "
+                             f"differentiated; assign the result instead (y = {name}(...))")
+        try:
+            bound = impl.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"{impl.name}(): {exc} (supported parameters: "
+                             f"{', '.join(impl.signature.parameters)})") from None
+        values = []
+        for p, param in impl.signature.parameters.items():
+            values.append(bound.arguments[p] if p in bound.arguments
+                          else self.constant(p, param.default, node))
+        src = _InlinedSource(self.program.source(impl.fn), self.src, node, name)
+        if self.program._active.count(impl.fn) > 32:    # constant options end a recursion
+            raise self.error(node, f"{impl.name} calls itself too deeply")
+        child = type(self).__new__(type(self))
+        child.src, child.program, child.names = src, self.program, self.names
+        child.consts, child.body, child.loops = self.consts, self.body, self.loops
+        child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
+        child.params, child.written = self.params, self.written
+        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
+                           if isinstance(leaf, Var)}
+        child.arg_writes = {}
+        child.env = dict(zip(src.param_names, values))
+        self.program._active.append(impl.fn)
+        try:
+            for stmt in src.node.body:
+                child.node = stmt
+                child.stmt(stmt)
+        finally:
+            self.program._active.pop()
+        return child.body.pop().value

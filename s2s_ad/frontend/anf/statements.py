@@ -1,0 +1,306 @@
+"""Lowering statements: assignments (to names, elements, slices, dict entries),
+branches and loops in SSA form (joins by copies, one header name per carried
+variable), returns.
+"""
+import gast
+
+from ... import rules
+from ...analyses.ranks import rank_of
+from ...ir import (
+    Call,
+    Const,
+    For,
+    If,
+    Prim,
+    Record,
+    Return,
+    Tup,
+    Var,
+    While,
+    pytree,
+)
+from . import markers
+from .common import LocalFn, _leaves, _records, _replace, _stored_names, _values
+
+
+class Statements:
+    """Statements: assignment, unpacking, branches, loops, return."""
+
+    # -- statements ---------------------------------------------------------
+    def stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"'{type(node).__name__.lower()}' statements are not supported "
+                             "in differentiated functions")
+        method(node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, gast.Call):
+            # A call made for its effect: a helper that writes into an array
+            # it is passed (``smooth(u)``), lowered into this function.
+            before = self.effects
+            self.expr(node.value)
+            if self.effects > before:
+                return
+        raise self.error(node, "a statement that is only an expression has no effect on the result "
+                         "(s2s_ad functions are pure); assign its value or remove it")
+
+    def stmt_Assign(self, node):
+        value = self.expr(node.value)
+        for target in node.targets:          # ``a = b = e``: left to right, as Python does
+            self.assign(target, value)
+            if isinstance(target, gast.Name):
+                value = self.env[target.id]  # the temporary may now carry the user's name
+
+    def stmt_AugAssign(self, node):
+        # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
+        # name sees the update, unlike NumPy's in-place ``+=``).
+        target = node.target
+        if isinstance(target, gast.Name):
+            if target.id in self.env:
+                if self.in_place_update(target, node):
+                    return
+                self.note_write(self.env[target.id], node)
+            load = gast.copy_location(gast.Name(target.id, gast.Load(), None, None), target)
+            binop = gast.copy_location(gast.BinOp(load, node.op, node.value), node)
+            self.assign(target, self.expr(binop))
+        elif isinstance(target, gast.Subscript):
+            storage, index = self.storage(target), self.index(target.slice)
+            old = self.emit(rules.RULES["getitem"], [storage], {"index": index})
+            new = self.operator(node.op, [old, self.expr(node.value)], node)
+            self.emit_setitem(storage, index, new)
+        else:
+            raise self.error(node, "only names and array elements can be updated")
+
+    def stmt_Return(self, node):
+        value = Const(None) if node.value is None else self.expr(node.value)
+        markers.nested.check_escapes(self, value, node)
+        if any(isinstance(v, LocalFn) for v in _values(value)):
+            raise self.error(node, "returning a function is not supported; return the values "
+                             "it computes, or define it at module level")
+        self.body.append(Return(value, self.src.loc(node)))
+
+    def stmt_FunctionDef(self, node):
+        self.bind(node.name, self.local_function(node))
+
+    def assign(self, target, value):
+        if isinstance(target, gast.Name):
+            self.bind(target.id, value)
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            self.unpack(target, value)
+        elif isinstance(target, gast.Subscript):
+            if isinstance(target.value, gast.Name) and isinstance(
+                    self.env.get(target.value.id), Record) and self.env[
+                    target.value.id].container.cls is dict:
+                return self.dict_store(target, value)
+            storage = self.storage(target)
+            if isinstance(value, Tup):
+                raise self.error(target, "cannot store a tuple into an array element")
+            self.emit_setitem(storage, self.index(target.slice), value)
+        else:
+            raise self.error(target, "only names and tuples of names can be assigned to")
+
+    # -- control flow ---------------------------------------------------------
+    def block(self, stmts):
+        """Lower ``stmts`` into a new statement list (a nested block)."""
+        saved, self.body = self.body, []
+        for st in stmts:
+            node, self.node = self.node, st
+            self.stmt(st)
+            self.node = node
+        block, self.body = self.body, saved
+        return block
+
+    def stmt_If(self, node):
+        cond = self.expr(node.test)
+        if isinstance(cond, Const):       # a constant test: only the branch taken is lowered
+            for st in node.body if cond.value else node.orelse:
+                saved, self.node = self.node, st
+                self.stmt(st)
+                self.node = saved
+            return
+        before = dict(self.env)
+        body = self.block(node.body)
+        after_body, self.env = self.env, dict(before)
+        orelse = self.block(node.orelse)
+        after_else, self.env = self.env, before
+        joins = self.join(node, [(body, after_body), (orelse, after_else)])
+        self.body.append(If(cond, body, orelse, self.src.loc(node), joins))
+
+    def join(self, node, branches):
+        """Variables that differ between branches get one name after the if.
+
+        Returns {joined name: (assigned in body, assigned in orelse)}.
+        """
+        joins = {}
+        names = set().union(*(env for _, env in branches))
+        for name in sorted(names):
+            values = [env.get(name) for _, env in branches]
+            if all(v == values[0] for v in values):
+                if values[0] is not None:
+                    self.env[name] = values[0]
+                continue
+            joined = self.fresh_like(name, next(v for v in values if v is not None), node)
+            for (block, _), value in zip(branches, values):
+                if value is not None:
+                    self.copy_into(block, joined, value, node)
+            self.env[name] = joined
+            for leaf in _leaves(joined):
+                joins[leaf.name] = tuple(v is not None for v in values)
+        return joins
+
+    def copy_into(self, block, target, value, node):
+        if isinstance(target, LocalFn) or isinstance(value, LocalFn):
+            if not (isinstance(target, LocalFn) and isinstance(value, LocalFn)
+                    and target.node is value.node):
+                raise self.error(node, "a variable holds different functions on different "
+                                 "paths (or a function on one and a value on another); call "
+                                 "each function where it is defined instead")
+            return
+        if isinstance(target, Tup):
+            if not (isinstance(value, Tup) and len(value.items) == len(target.items)):
+                raise self.error(node, "a variable holds tuples of different structure on "
+                                 "different paths; give it one structure")
+            for t, v in zip(target.items, value.items):
+                self.copy_into(block, t, v, node)
+        elif isinstance(value, Tup):
+            raise self.error(node, "a variable holds a tuple on one path and a value on another")
+        elif value != target:
+            block.append(Prim([target.name], rules.RULES["copy"], [value], {}, None))
+            self.note_rank(target.name, rank_of(value, self.ranks))
+            if isinstance(value, Var) and value.name in self.views:
+                self.views.add(target.name)
+
+    def enter_loop(self, node, body):
+        """Header names for the variables a loop body assigns."""
+        headers = {}
+        for name in sorted(_stored_names(body)):
+            if name in self.env:
+                header = self.fresh_like(name, self.env[name], node)
+                self.copy_into(self.body, header, self.env[name], node)
+                self.env[name] = headers[name] = header
+            else:
+                headers[name] = None
+        return headers
+
+    def exit_loop(self, node, headers, body):
+        """Copy each variable's end-of-body value into its header.
+
+        The copies act as one parallel assignment: a header another copy
+        reads is first saved in a temporary (``i = k; k = k + 1`` must give
+        ``i`` the old ``k``).
+        """
+        copies = []
+        for name, header in headers.items():
+            if name not in self.env:
+                continue
+            value = self.env[name]
+            if header is None:
+                header = self.fresh_like(name, value, node)
+            copies.append((header, value))
+            headers[name] = header
+        assigned = {leaf.name for header, _ in copies for leaf in _leaves(header)}
+        for i, (header, value) in enumerate(copies):
+            if any(isinstance(v, Var) and v.name in assigned and v not in _leaves(header)
+                   for v in _leaves(value)):
+                saved = self._fresh_like_temp(value)
+                self.copy_into(body, saved, value, node)
+                copies[i] = (header, saved)
+        for header, value in copies:
+            self.copy_into(body, header, value, node)
+        for name, header in headers.items():
+            if header is not None:
+                self.env[name] = header
+        return [leaf.name for h in headers.values() if h is not None for leaf in _leaves(h)]
+
+    def stmt_For(self, node):
+        start, stop, step = (self.expr(a) for a in node.iter.args)
+        if not isinstance(node.target, gast.Name):
+            raise self.error(node, "a range loop needs a single loop variable")
+        headers = self.enter_loop(node, node.body)
+        index = Var(self.names.user(node.target.id))
+        self.env[node.target.id] = index
+        self.note_rank(index.name, 0)
+        self.loops += 1
+        body = self.block(node.body)
+        self.loops -= 1
+        carried = self.exit_loop(node, headers, body)
+        self.env[node.target.id] = index
+        self.body.append(For(index.name, start, stop, step, body, self.src.loc(node), carried))
+
+    def stmt_While(self, node):
+        headers = self.enter_loop(node, node.body)
+        saved, self.body = self.body, []
+        cond = self.expr(node.test)
+        test, self.body = self.body, saved
+        self.loops += 1
+        body = self.block(node.body)
+        self.loops -= 1
+        carried = self.exit_loop(node, headers, body)
+        self.body.append(While(test, cond, body, self.src.loc(node), carried))
+
+    def unpack(self, target, value):
+        n = len(target.elts)
+        if isinstance(value, Tup):
+            if len(value.items) != n:
+                raise self.error(target, f"cannot unpack {len(value.items)} values into {n} names")
+            items = value.items
+        elif isinstance(value, Var):
+            items = [self.emit(rules.RULES["getitem"], [value], {"index": Const(i)})
+                     for i in range(n)]
+        else:
+            raise self.error(target, "cannot unpack a constant")
+        for elt, item in zip(target.elts, items):
+            self.assign(elt, item)
+
+    def bind(self, name, value):
+        """Bind a user variable; a fresh temporary is renamed after it."""
+        last = self.body[-1] if self.body else None
+        if (isinstance(value, Var) and value.name.startswith("_t")
+                and isinstance(last, (Prim, Call))
+                and last.targets == [value.name]):
+            renamed = Var(self.names.user(name))
+            last.targets = [renamed.name]
+            self._rename(value, renamed)
+            value = renamed
+        self.env[name] = value
+
+    def _rename(self, old, new):
+        """Point every reference the lowering still holds at the new name."""
+        for key, v in self.env.items():
+            self.env[key] = _replace(v, old, new)
+        if old.name in self.ranks:
+            self.ranks[new.name] = self.ranks[old.name]
+        if old.name in self.views:
+            self.views.add(new.name)
+        if self.view_of and old.name in self.view_of:
+            self.view_of[new.name] = self.view_of[old.name]
+        for table in self.cse.values():
+            for key, v in table.items():
+                if v == old:
+                    table[key] = new
+
+    def dict_store(self, target, value):
+        """``d["k"] = v`` on a dict value: every name bound to that dict sees the
+        new item (the dict is rebuilt, statically, with it)."""
+        old = self.env.get(target.value.id) if isinstance(target.value, gast.Name) else None
+        key = self.index(target.slice)
+        if not (isinstance(key, Const) and isinstance(key.value, str)):
+            raise self.error(target, "a dict can only be written under a constant string key")
+        if any(old is v for p in self.param_trees for v in [p] + _records(p)):
+            raise self.error(target, "writing into a dict argument is not supported (the "
+                             "caller's dict would change); build a new dict with the items "
+                             "you need")
+        if any(old is r for v in self.env.values() if v is not old for r in _records(v)):
+            raise self.error(target, "this dict is also held in a tuple, list or dict, which "
+                             "would see the write; write into the dict before putting it there")
+        items = dict(zip(old.container.keys, old.items))
+        items[key.value] = value
+        keys = sorted(items)
+        new = Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys))
+        for name, v in list(self.env.items()):
+            if v is old:
+                self.env[name] = new

@@ -1,0 +1,183 @@
+"""The VJP functions a module needs, written from one :class:`ReverseWriter`:
+one piece (``write``), several cotangent rows per sweep (``write_rows``,
+widened), or a forward/backward pair passing residuals (``write_split``).
+"""
+import ast
+
+from ...codegen import printer as codegen
+from ...codegen.adjoints import assign, call
+from ...ir import (
+    Prim,
+    var_names,
+    walk,
+)
+from .. import widen
+from .common import _flat, _read_first, _rebuild_tuple, grads_expr
+
+
+class Functions:
+    """The printed VJP functions: whole, by rows, or split in two."""
+
+    # -- driver --------------------------------------------------------------
+    def write(self, fname, cot_params, returns, seed_exprs, value_first=True):
+        """Print ``def fname(params + cot_params)`` returning ``returns(adj)``.
+
+        With ``value_first`` the returned tuple starts with the function's
+        value, which is taken before the adjoint sweep can change it.
+        """
+        fwd, back, ret = self._sweeps(seed_exprs, returns)
+        out = codegen.Writer()
+        codegen.def_line(out, fname, self.fn.params + cot_params)
+        out.indent = 1
+        out.lines.extend(fwd.lines)
+        if value_first:
+            ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
+        out.lines.extend(back.lines)
+        out.node(ret)
+        out.blank()
+        return out.text()
+
+    def write_rows(self, fname, rows_params, seeds, value, wrt_trees, width=1):
+        """One primal sweep, then one adjoint sweep per row of the cotangents.
+
+        ``fname(params, rows_params)`` takes cotangents stacked on a leading
+        axis (``seeds``: (output name, its rows parameter, the per-row seed
+        name)) and returns ``(value,
+        grads)`` with every gradient leaf stacked the same way: the rows of a
+        Jacobian at the cost of one primal sweep and ``m`` adjoint sweeps.
+        The adjoint sweep pops stacks, rebinds loop variables and writes
+        overwritten elements back into arrays, so each row starts from copies
+        of the stacks and of the primal sweep's final values and arrays.
+
+        With ``width`` K > 1 one adjoint sweep carries K rows at once (see
+        :mod:`s2s_ad.transforms.widen`; the number of rows must then be a multiple of
+        K), unless the sweep cannot be shared, when it is one row per sweep.
+        """
+        seed_exprs = [(v, codegen.name(seed)) for v, _, seed in seeds]
+        returns = lambda adj: ast.Return(ast.Tuple(                      # noqa: E731
+            [codegen.atom(value), grads_expr(self.fn, wrt_trees, adj)], ast.Load()))
+        fwd, back, ret = self._sweeps(seed_exprs, returns)
+        sweep, per_row = back.lines, [{}]
+        if width > 1:
+            known = dict(self.ranks)
+            known.update((adj, self.ranks.get(var)) for var, adj in self._named.items()
+                         if isinstance(var, str))
+            widened = widen.widen(back.lines, [seed for _, _, seed in seeds], width,
+                                  self.names, self.module.pure, known,
+                                  codegen.names_in(ret.value.elts[1]))
+            if widened is None:
+                width = 1
+            else:
+                sweep, per_row = widened
+        restored = sorted({s.args[0].name for s in walk(self.fn.body)
+                           if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves})
+        out = codegen.Writer()
+        codegen.def_line(out, fname, self.fn.params + rows_params)
+        out.indent = 1
+        out.lines.extend(fwd.lines)
+        captured = self._capture_mutated_outputs(out, ret.value.elts[0], back)
+        # Names the adjoint sweep rebinds and may read before it does.
+        rebound = sorted(codegen.stored_names(back.nodes) & self._forward_defs()
+                         & _read_first(back.lines))
+        stacks = sorted(n for n in self.stacks.values() if n in self.used and n not in self.tops)
+        count = self.names.fresh("m")
+        out.node(assign(count, ast.parse(f"{rows_params[0]}.shape[0]").body[0].value))
+        leaves = list(var_names(wrt_trees))
+        stacked = [self.names.fresh(f"b{leaf}_rows") for leaf in leaves]
+        for name, leaf in zip(stacked, leaves):
+            out.node(assign(name, call("rt.rows_like", codegen.name(leaf), codegen.name(count))))
+        final = {n: self.names.fresh(f"{n}_final") for n in rebound + stacks + restored}
+        for n in rebound + stacks:
+            out.node(assign(final[n], codegen.name(n)))
+        for n in restored:      # the adjoint sweep writes old values back into these
+            out.node(assign(final[n], call("rt.snapshot", codegen.name(n))))
+        row = self.names.fresh("row")
+        out.line(f"for {row} in range({count}):" if width == 1 else
+                 f"for {row} in range(0, {count}, {width}):")
+        out.indent = 2
+        rows_at = [codegen.name(row)] + [ast.parse(f"{row} + {q}").body[0].value
+                                         for q in range(1, width)]
+        for _, rows, seed in seeds:
+            for q in range(width):
+                out.node(assign(per_row[q].get(seed, seed), call("rt.snapshot", ast.Subscript(
+                    codegen.name(rows), rows_at[q], ast.Load()))))
+        for n in rebound:
+            out.node(assign(n, codegen.name(final[n])))
+        # The last sweep pops the recorded lists themselves (a sweep reads an
+        # allocated stack without changing it: its top is rebound); the first
+        # finds the arrays it restores as the primal sweep left them.
+        later = ast.parse(f"{row} + {width} < {count}").body[0].value
+        for n in stacks:
+            copied = ast.Call(ast.Attribute(codegen.name(final[n]), "copy", ast.Load()), [], [])
+            out.node(assign(n, ast.IfExp(later, copied, codegen.name(final[n]))))
+        if restored:
+            out.line(f"if {row} > 0:")
+            out.indent += 1
+            for n in restored:
+                out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
+            out.indent -= 1
+        out.lines.extend("    " * (2 if width > 1 else 1) + line if line.strip() else line
+                         for line in sweep)
+        for name, expr in zip(stacked, _flat([ret.value.elts[1]])):
+            for q in range(width):
+                out.node(ast.Expr(call("rt.set_row", codegen.name(name), rows_at[q],
+                                       widen.renamed(expr, per_row[q]))))
+        out.indent = 1
+        self.width = width
+        grads = _rebuild_tuple(ret.value.elts[1], iter(stacked))
+        out.node(ast.Return(ast.Tuple([captured, grads], ast.Load())))
+        out.blank()
+        return out.text()
+
+    def write_split(self, fwd_name, bwd_name, cot_params, returns, seed_exprs):
+        """The primal sweep and the adjoint sweep as two functions.
+
+        ``fwd_name(params)`` returns the outputs and then the residuals, the
+        values its adjoint sweep reads; ``bwd_name(params, residuals,
+        cotangents)`` returns the cotangents.  A caller runs the first in its
+        own primal sweep and the second in its adjoint sweep, so nothing is
+        computed twice.  Returns (source, residual names).
+        """
+        self.split = True
+        fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_names([self.fn.out_tree])))
+        wanted = (codegen.read_names(back.nodes) | codegen.names_in(ret)) - self.recomputed
+        residuals = [n for n in sorted(self._forward_defs() & wanted) if n not in self.fn.params]
+        out = codegen.Writer()
+        codegen.def_line(out, fwd_name, self.fn.params)
+        out.indent = 1
+        for r in residuals:
+            if r not in self._top_level_defs():
+                # Set on some paths only (a branch, a loop that may not run); the
+                # adjoint reads it on those paths alone, but it is always returned.
+                out.node(assign(r, ast.Constant(None)))
+        out.indent = 0
+        out.lines.extend(fwd.lines)
+        outs = self._capture_mutated_outputs(out, codegen.atom(self.fn.out_tree))
+        outs = outs.elts if isinstance(outs, ast.Tuple) else [outs]
+        out.indent = 1
+        out.node(ast.Return(ast.Tuple(_flat(outs) + [codegen.name(r) for r in residuals],
+                                      ast.Load())))
+        out.blank()
+        codegen.def_line(out, bwd_name, self.fn.params + residuals + cot_params)
+        if self.module.repeated:
+            out.indent = 1
+            self._keep_residuals(out, residuals)
+        out.lines.extend(back.lines)
+        out.indent = 1
+        out.node(ret)
+        out.blank()
+        return out.text(), residuals
+
+    def _keep_residuals(self, out, residuals):
+        """Where the caller's adjoint sweep runs more than once (one per row of a
+        Jacobian), the bwd function works on copies of the residuals it changes:
+        the lists it pops and the arrays it writes overwritten values back into."""
+        popped = {n for n in self.stacks.values() if n in self.used and n not in self.tops}
+        restored = {s.args[0].name for s in walk(self.fn.body)
+                    if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        for r in residuals:
+            if r in popped:
+                out.node(assign(r, ast.Call(ast.Attribute(codegen.name(r), "copy", ast.Load()),
+                                            [], [])))
+            elif r in restored:
+                out.node(assign(r, call("rt.snapshot", codegen.name(r))))

@@ -1,0 +1,254 @@
+"""reverse: lowered function -> VJP source (primal sweep + adjoint sweep).
+
+Receives a lowered :class:`~s2s_ad.ir.Function`, which of its parameters to
+differentiate and which output leaves are seeded.  Writes one function that
+runs the primal statements the adjoint needs (dead code is dropped), then the
+adjoint of every active statement in reverse order, each from its rule's
+template.  Adjoints are named after their primal (``x`` -> ``bx``); the first
+contribution binds the name, later ones add to it; adjoints of broadcasting
+operands are un-broadcast to the operand's shape by the rule; reading
+``x[i]`` accumulates into ``bx[i]`` in place.  Gradients are returned with
+their parameter's type and dtype (``rt.like``).
+
+Calls to user functions become calls to their own VJP function, generated
+once per (function, active inputs, active outputs) in the same module.
+"""
+import ast
+
+from ...analyses import ranks
+from ...analyses.activity import analyse
+from ...analyses.dce import keep, reads
+from ...codegen import printer as codegen
+from ...codegen.adjoints import Adjoints, Subst, assign, call
+from ...ir import (
+    Call,
+    For,
+    If,
+    Prim,
+    Return,
+    Var,
+    While,
+    blocks,
+    var_names,
+    walk,
+)
+from .common import VIEWS, _targets
+from .functions import Functions
+from .loops import Loops
+from .peepholes import _increments, _kept_sums, _row_sums, _same_shape, _shifted_same_shape
+from .stacks import Stacks, _ForwardHooks
+from .statements import Statements
+
+
+class ReverseWriter(Stacks, Statements, Loops, Functions):
+    """Writes the VJP function of one lowered function into a module.
+
+    The adjoint sweep is generated first, so that the primal sweep can keep
+    exactly what it reads: dead primal statements are dropped, and inside
+    loops the values an adjoint reads are pushed on per-name stacks at the
+    end of their block (loop-carried values at the top of the body) and
+    popped at the start of the reversed block.  Element writes save what
+    they overwrite when an adjoint reads that array, and the adjoint sweep
+    restores it.
+
+    A stack is a list, or, for a float that only ``for ... in range`` loops
+    with bounds known before the outermost loop push, an array of the most
+    pushes that loop can make with an index to its top (``rt.float_stack``,
+    see :func:`_capacity`): no growth, and an adjoint sweep that runs again
+    (one per row of a Jacobian) only resets the index.
+    """
+
+    def __init__(self, module, fn, wrt, seeds, param_ranks=None):
+        self.module = module
+        self.fn = fn
+        self.names = fn.names
+        self.act = analyse(fn, wrt, seeds)
+        self.ranks = ranks.infer(fn, param_ranks or [None] * len(fn.params))
+        self.classes = ranks.shape_classes(fn, [("param", p) for p in fn.params], self.ranks)
+        self.carried = {h for s in walk(fn.body) if isinstance(s, (For, While)) for h in s.carried}
+        self.push_end = {}     # id(block) -> names pushed at its end
+        self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
+        self.counters = {}     # id(While) -> trip counter name
+        self.stacks = {}       # (primal name, kind) -> stack name
+        self.tops = {}         # stack allocated before its loop -> its top's index
+        self.allocs = {}       # id(top-level for loop) -> [(its stack, size expression)]
+        self._sites = None     # see _push_sites
+        self.used = set()      # stacks the final pass uses
+        self.saves = {}        # id(element write) -> stack of overwritten values
+        self.recomputed = set()  # names the adjoint sweep recomputes
+        self.split = False       # printing a fwd/bwd pair (see write_split)
+        self._named = {}       # primal name -> adjoint name
+        self.increments = _increments(fn)   # id(element write) -> the read it increments
+        self.same_shape = _same_shape(fn)   # value -> an operand shaped like it
+        self.same_shape.update(_shifted_same_shape(fn, self.ranks, self.act))
+        self.kept_sums = _kept_sums(fn, self.ranks)   # see rev_prim
+        self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
+        self._carrying = {}    # array -> its neighbour carry in the loop being reversed
+        self._depth = 0        # how many loops and branches the adjoint being written is in
+
+    def _sweeps(self, seed_exprs, returns, live_out=()):
+        """(primal sweep writer, adjoint sweep writer, return statement)."""
+        # Pass 1 finds what the adjoint reads, which decides the element saves;
+        # pass 2 writes the adjoint with the restores in place.
+        self._sweep(seed_exprs, returns)
+        saved_arrays = self._storage_read(self._reads)
+        read_before = self._read_before_written()
+        # One stack per element write: a scalar write and a slice write into
+        # the same array save values of different types.
+        self.saves = {id(s): self._stack(s.args[0].name, ("saved", id(s)))
+                      for s in walk(self.fn.body)
+                      if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays
+                      and id(s) in read_before}
+        self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
+        back, ret = self._sweep(seed_exprs, returns)
+        fwd = codegen.Writer()
+        fwd.indent = 1
+        for stack in self.stacks.values():
+            if stack in self.used and stack not in self.tops:
+                fwd.node(assign(stack, ast.List([], ast.Load())))
+        body = [s for s in self.fn.body if not isinstance(s, Return)]
+        self.kept = keep(body, self._reads | set(live_out), self._call_defs(),
+                         [k for k in self.counters if k in self._reversed_loops])
+        hooks = _ForwardHooks(self, self.kept)
+        hooks.fuse_squares(self.fn.body, self._reads | set(live_out))
+        self.kept = hooks.kept
+        codegen.block(fwd, body, self.module.fn_names, hooks)
+        if fwd.lines and fwd.lines[-1] == "    " * fwd.indent + "pass":
+            fwd.lines.pop()        # an empty primal sweep: the adjoint sweep follows it
+        return fwd, back, ret
+
+    def _read_before_written(self):
+        """Element writes that some read of the same array may precede.
+
+        The adjoint of a read runs after the restores of the writes that
+        follow it, so only a write that a read may precede (earlier in the
+        code, or in an earlier iteration of a loop the array outlives)
+        needs to save what it overwrites.  An array filled in place and read
+        afterwards (``out = np.zeros(n)`` filled in a loop, a matrix built
+        element by element and then used) keeps nothing.  Returns statement
+        ids.
+        """
+        root = self._view_roots()
+        roots = lambda names: {root.get(n, n) for n in names}       # noqa: E731
+        places, defs, called = [], {}, set()
+
+        def visit(body, path, loops):
+            for k, s in enumerate(body):
+                here = path + (k,)
+                if isinstance(s, (Prim, Call)):
+                    for t in s.targets:
+                        defs.setdefault(t, []).append(loops)
+                    read = reads(s) if not (isinstance(s, Prim) and s.rule.mutates) \
+                        else set(var_names([s.args[1]] + list(s.params.values())))
+                    places.append((s, here, loops, roots(read)))
+                    if isinstance(s, Call):
+                        called.update(roots(var_names(s.args)))
+                else:
+                    heads = [getattr(s, a, None) for a in ("cond", "start", "stop", "step")]
+                    places.append((s, here, loops, roots(var_names([h for h in heads if h]))))
+                    inner = loops + (id(s),) if isinstance(s, (For, While)) else loops
+                    for j, b in enumerate(blocks(s)):
+                        visit(b, here + (j,), inner)
+        visit(self.fn.body, (), ())
+        out = set()
+        for w, wpath, wloops, wreads in places:
+            if not (isinstance(w, Prim) and w.rule.mutates):
+                continue
+            a = root.get(w.args[0].name, w.args[0].name)
+            made = defs.get(a, [])
+            fresh = set(made[0]) if len(made) == 1 and a not in self.fn.params else set()
+            if a in called or a in wreads:
+                out.add(id(w))
+                continue
+            for r, rpath, rloops, rreads in places:
+                if a not in rreads or r is w:
+                    continue
+                shared = set(rloops) & set(wloops)
+                if rpath < wpath or shared - fresh:
+                    out.add(id(w))
+                    break
+        return out
+
+    def _call_defs(self):
+        """Residual names each split helper call defines, by statement id."""
+        return {k: residuals for k, (_, residuals) in self.split_calls.items()}
+
+    def _top_level_defs(self):
+        """Names every path through the printed primal sweep assigns."""
+        out = set(self.fn.params) | self._stack_names()
+        out |= set(self.counters.values())
+        for x in self.fn.body:
+            if isinstance(x, (Prim, Call)):
+                out.update(_targets(x))
+                out.update(self.split_calls.get(id(x), ("", ()))[1])
+            elif isinstance(x, If):
+                out.update(x.joins)
+        return out
+
+    def _forward_defs(self):
+        """Names the printed primal sweep assigns."""
+        out = self._stack_names()
+        for x in walk(self.fn.body):
+            if id(x) not in self.kept:
+                continue
+            if isinstance(x, (Prim, Call)):
+                out.update(_targets(x))
+                out.update(self.split_calls.get(id(x), ("", ()))[1])
+            elif isinstance(x, For):
+                out.add(x.index)
+            elif isinstance(x, While) and id(x) in self.counters:
+                out.add(self.counters[id(x)])
+            elif isinstance(x, If):
+                out.update(x.joins)
+        return out
+
+    def _sweep(self, seed_exprs, returns):
+        w = codegen.Writer()
+        w.indent = 1
+        self.w = w
+        self.adj = Adjoints(self.names, w, self._named)
+        for var, expr in seed_exprs:
+            if isinstance(expr, ast.Name) and self.adj.get(var) is None:
+                self.adj.bind(var, expr.id)
+            else:
+                self.adj.add(var, expr)
+        self.recomputed = set()
+        self.split_calls = {}
+        self._reversed_loops = set()
+        self.rev_block(self.fn.body, in_loop=False)
+        ret = returns(self.adj)
+        if self.split:       # what the bwd function can recompute is not a residual
+            self._prepend_recomputed(w, self._recompute(
+                self.fn.body, codegen.read_names(w.nodes) | codegen.names_in(ret), self.fn.params))
+        self._reads = (codegen.read_names(w.nodes) - self.recomputed) | codegen.names_in(ret)
+        return w, ret
+
+    def _view_roots(self):
+        """Each view's (or alias's) name -> the array it looks into."""
+        root = {}
+        for s in walk(self.fn.body):
+            if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
+                root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
+        return root
+
+    def _capture_mutated_outputs(self, out, value, back=None):
+        """``value`` with the names the adjoint sweep changes captured first.
+
+        The adjoint sweep pops earlier values back into loop variables and
+        restores overwritten array elements; a returned value must be taken
+        before that (a copy, for an array restored in place).
+        """
+        restored = {s.args[0].name for s in walk(self.fn.body)
+                    if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        rebound = codegen.stored_names(back.nodes) if back is not None else set()
+        renames = {}
+        for name in sorted(codegen.names_in(value)):
+            if name in restored or name in rebound:
+                renames[name] = self._local(("value", name), f"{name}_value")
+                copy_ = call("rt.snapshot", codegen.name(name)) if name in restored else \
+                    codegen.name(name)
+                out.indent = 1
+                out.node(assign(renames[name], copy_))
+        if renames:
+            value = Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
+        return value
