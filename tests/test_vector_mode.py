@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.api import jacobians
+from s2s_ad.api import core
 from s2s_ad.ir.names import Names
 from s2s_ad.transforms import widen
 
@@ -106,7 +106,7 @@ def test_chunked_columns_match_finite_differences_and_reverse_mode(n):
 
 def test_width_and_number_of_calls():
     layered, calls, _, total = jitted(ring)._vector_plan(
-        jacobians._as_transformed(jitted(ring).fun), (np.ones(40),), [0])
+        core._as_transformed(jitted(ring).fun), (np.ones(40),), [0])
     assert total == 40
     assert layered.width == 14 and len(calls) == 3       # 40 columns: 14 + 14 + 12
     assert all(len(c) == 14 for c in calls)

@@ -33,7 +33,8 @@ from .. import backends
 from ..errors import UnsupportedSyntaxError
 from ..ir import pytree
 from .core import Transformed
-from .vmap import Batched, _element_paths, _float_dtype, _raw_leaves, _rebuild_raw
+from .vmap import Batched
+from .vmap_common import _element_paths, _float_dtype, _raw_leaves, _rebuild_raw
 
 #: Threads per block unless ``threads_per_block=`` says otherwise: a multiple
 #: of the warp size that keeps several blocks resident per multiprocessor for

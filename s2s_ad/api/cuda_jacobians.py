@@ -21,7 +21,8 @@ import numpy as np
 from ..ir import pytree
 from .core import Transformed
 from .cuda import CudaBatched
-from .jacobians import Jacobian, _unit_basis
+from .jacobian_common import _unit_basis
+from .jacobians import Jacobian
 from .vmap import PLUGINS, Batched
 
 

@@ -131,7 +131,7 @@ def _dims(stem, ndim):
 
 
 def _broadcast_out(batched, out_tree=None):
-    from .vmap import _broadcast_axes
+    from .vmap_common import _broadcast_axes
     spec = batched.out_axes
     if out_tree is None:
         return [spec] if not isinstance(spec, (tuple, list)) else list(_flat(spec))
