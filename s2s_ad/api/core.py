@@ -5,8 +5,6 @@ until the first call, when the argument structure is known; the generated
 function is then cached per structure, so later calls cost only a dispatch.
 """
 import functools
-import inspect
-import operator
 import os
 import threading
 import time
@@ -19,13 +17,292 @@ from ..backends import TARGETS, tiers
 from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
 from ..ir import pytree
-from ..transforms import scalarize
+from .arguments import (
+    _arg_count,
+    _as_dtype,
+    _check_arity,
+    _check_differentiable,
+    _check_whole,
+    _describe_value,
+    _hashable,
+    _layered_arg_count,
+    _leaf_count,
+    _like_arg,
+    _normalize_argnums,
+    _output_lists,
+    _signature,
+    _small_lengths,
+    _type_key,
+    _unit_like,
+    _with_keywords,
+    _with_lists,
+    fast_key,
+)
+
+#: Held while a pipeline is built: the passes share per-program caches, and a
+#: transform called from several threads at once is built once.
+_BUILDING = threading.RLock()
+
+
+#: Kinds whose entry takes the output's cotangent(s) as its last argument.
+_COTANGENT_KINDS = ("vjp", "vjp_rows")
+
+
+#: Transforms built by :meth:`Transformed.derived`, kept so that a composition
+#: called again (``ad.hvp(f, ...)`` in a loop) reuses its generated code.
+_DERIVED = {}
+
+
+def _choose_execution(st, leaves, rounds=7):
+    """Run loop-free code where it measured faster: Numba or plain NumPy.
+
+    Numba's scalar exp/tanh lose to NumPy's vectorised ones on large
+    arrays, while Numba wins on small ones (no interpreter overhead); the
+    first call with a new argument structure times both on its arguments,
+    interleaved so that machine noise hits both alike, and keeps the best.
+    """
+    candidates = {"numba": getattr(st.compiled, st.entry),
+                  "numpy": getattr(st.alternative, st.entry)}
+    for fn in candidates.values():
+        fn(*leaves)                                   # compiles, warms caches
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn(*leaves)
+            best[name] = min(best[name], time.perf_counter() - start)
+    st.execution = min(best, key=best.get)
+    st.function = candidates[st.execution]
+    st.timings = best
+
+
+def _plain(f):
+    """The user function beneath ``ad.jit``, and the target it asked for.
+
+    The source is read and fenced here, so unsupported code is reported when
+    the transform is applied, at the user's line.
+    """
+    if getattr(type(f), "__s2s_ad_object__", None) == "batched":      # ad.vmap(...)
+        return f.as_function()
+    if isinstance(f, Transformed):
+        if f.kind != "primal":
+            raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
+                            f"forward mode over reverse mode (ad.hessian, ad.hvp)")
+        return f.fun, f.target, f.options
+    if not callable(f):
+        raise TypeError(f"expected a function, got {f!r}")
+    FunctionSource(f.fun if custom.rule_of(f) else f)
+    return f, "python", {}
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``."""
+    return _grad(fun, argnums, has_aux, "grad")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """``(value, grad)``, or ``((value, aux), grad)`` with ``has_aux``."""
+    return _grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _grad(fun, argnums, has_aux, kind):
+    if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
+        return _grad_of_grad(fun, argnums, has_aux, kind)
+    f, target, options = _plain(fun)
+    nums, single = _normalize_argnums(f, argnums)
+    t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
+                    single=single)
+    t.kind = kind
+    return t
+
+
+def _grad_of_grad(inner, argnums, has_aux, kind):
+    """``grad`` of a gradient, computed reverse-over-forward.
+
+    The inner gradient is taken with respect to a scalar argument ``a`` (or
+    it would not be a scalar), so it equals the directional derivative of
+    ``f`` along a unit tangent of ``a``: a forward-mode layer; the outer
+    gradient is reverse mode over that layer.  Derivatives commute, so this
+    is the same value as reverse-over-reverse at forward mode's cost.
+    """
+    if inner.kind != "grad" or not inner.single or inner.has_aux:
+        returns = ("a (value, gradient) pair" if inner.kind == "value_and_grad"
+                   else "a tuple of gradients" if not inner.single else "(gradient, aux)")
+        raise TypeError(f"grad requires a scalar-valued function, but {inner!r} returns "
+                        f"{returns}; use ad.jacfwd or ad.hessian")
+    nums, single = _normalize_argnums(inner.fun, argnums)
+    (a,) = inner.argnums
+    return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
+                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
+    f, target, options = _plain(fun)
+    primals = _check_arity(f, primals)
+    argnums = tuple(i for i, p in enumerate(primals)
+                    if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
+    _check_whole(primals, argnums, "vjp")
+    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
+    _, leaves, treedefs = t.entry(primals)
+    st = t._last
+    out = _run_primal(f, target, options, _own_copies(st, primals))
+    value = out[0] if has_aux else out
+    value_leaves, value_def = pytree.flatten(value)
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_def = pytree.flatten(cotangent)
+        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
+            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
+                             f"the output's {_tree_text(value_def)}")
+        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
+            if np.shape(c) != np.shape(v):
+                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
+                                 f"leaf has shape {np.shape(v)}")
+        if st.tier is not None and not st.tier.started:
+            st.tier.first_call(st, [*leaves, *ct_leaves])
+        if st.alternative is not None and not st.execution and (
+                st.tier is None or st.tier.thread is None):
+            _choose_execution(st, [*leaves, *ct_leaves])
+        _, grads = st.function(*leaves, *ct_leaves)
+        by_arg = dict(zip(argnums, grads))
+        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
+                     else _zeros_like_tree(p) for i, p in enumerate(primals))
+    vjp_fn.transformed = t
+    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
+
+
+def _run_primal(f, target, options, primals):
+    if target == "python":
+        return f(*primals)
+    return Transformed(f, "primal", target=target, options=options)(*primals)
+
+
+def _own_copies(st, args):
+    """``args`` for running the user's own function (a check, a dtype probe):
+    where it writes into an argument, copies of their arrays, so the caller's
+    never change."""
+    if not st.program.entry_writes:
+        return args
+    return tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
+                                   for v in leaves], tree)
+                 for leaves, tree in map(pytree.flatten, args))
+
+
+def _zeros_like_tree(x):
+    leaves, tree = pytree.flatten(x)
+    return pytree.unflatten([np.zeros_like(v) for v in leaves], tree)
+
+
+def _tree_text(treedef):
+    if treedef is None:
+        return "*"
+    kind, children = treedef
+    inner = ", ".join(_tree_text(c) for c in children)
+    return f"[{inner}]" if kind is list else f"({inner})"
+
+
+def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
+        compile=None):
+    """``fun`` compiled with Numba; a transform of a jitted function is compiled too.
+
+    ``compile="tiered"``: a call whose compiled code is not ready runs the
+    generated module on NumPy while Numba compiles it in the background
+    (see :mod:`s2s_ad.backends.tiers`); ``"eager"``: the first call compiles.
+    ``None``: ``$S2S_AD_COMPILE``, by default ``"tiered"``.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if compile is None:
+        compile = os.environ.get("S2S_AD_COMPILE") or tiers.DEFAULT
+        if compile not in tiers.MODES:
+            raise ValueError(f"S2S_AD_COMPILE must be one of {tiers.MODES}, got {compile!r}")
+    if compile not in tiers.MODES:
+        raise ValueError(f"compile must be one of {tiers.MODES}, got {compile!r}")
+    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel),
+               "compile": compile}
+    if fun is None:
+        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath,
+                             compile=compile)
+    if target == "cuda" and type(fun).__name__ != "Batched":
+        raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
+                         "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
+                         "target='cpu' for this function")
+    if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
+        return fun.with_target(target, dict(options, parallel_request=parallel))
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, got {fun!r}")
+    FunctionSource(fun.fun if custom.rule_of(fun) else fun)
+    return Transformed(fun, "primal", target=target, options=options)
+
+
+def source(fun, *example_args):
+    """The generated Python source behind a transformed function.
+
+    With example arguments the source is generated for their structure;
+    otherwise for the last call's, or for every argument being one array.
+    """
+    fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
+    if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
+        return fun.generated_source(*example_args)
+    if not isinstance(fun, Transformed):
+        fun = Transformed(_plain(fun)[0], "primal")
+    if not example_args and fun._last is None and fun._cells:
+        n = _arg_count(fun.fun) or 0                 # one array each, and the hidden ones
+        hidden = fun._with_hidden((None,) * n)[n:]
+        trees = (None,) * n + tuple(pytree.structure(pytree.flatten(h)[1]) for h in hidden)
+        return _with_execution(fun.state(trees))
+    if example_args:
+        flat = [pytree.flatten(a) for a in fun._with_hidden(example_args)]
+        trees = tuple(pytree.structure(t) for _, t in flat)
+        leaves = [leaf for ls, _ in flat for leaf in ls]
+        ranks = tuple(pytree.rank(leaf) for leaf in leaves)
+        lengths = _small_lengths(leaves) if fun.target != "python" else ()
+        return _with_execution(fun.state(trees, ranks, lengths))
+    if fun._last is not None:
+        return _with_execution(fun._last)
+    n = _arg_count(fun.fun) or 0
+    return _with_execution(fun.state((None,) * n))
+
+
+def _with_execution(st):
+    """The source, with the measured choice of execution when one was made
+    (and, under tiered execution, how the first call ran)."""
+    if st.tier is not None and st.tier.note:
+        st = _copy_with_source(st, f"# First call (tiered execution): {st.tier.note}.\n"
+                               + st.source)
+    if not st.execution:
+        return st.source
+    t = {k: f"{v * 1e6:.0f} us" for k, v in st.timings.items()}
+    note = (f"# Execution: {'plain NumPy' if st.execution == 'numpy' else 'numba.njit'} "
+            f"(measured on the first call: numba.njit {t['numba']}, NumPy {t['numpy']}).\n")
+    return note + st.source
+
+
+def _copy_with_source(st, text):
+    import copy
+    st = copy.copy(st)
+    st.source = text
+    return st
+
+
+def _as_transformed(fun):
+    """``fun`` as a :class:`Transformed` (a plain function: its primal transform)."""
+    if isinstance(fun, Transformed):
+        return fun
+    t = _PLAIN.get(fun)
+    if t is None:
+        f, target, options = _plain(fun)
+        t = _PLAIN[fun] = Transformed(f, "primal", target=target, options=options)
+    return t
+
+
+_PLAIN = weakref.WeakKeyDictionary()     # a plain function -> its primal transform
 
 
 class Transformed:
     """``fun`` under one transform, built lazily per argument structure."""
 
-    # Read by the front end (which never imports the API) and by ad.jit.
     __s2s_ad_object__ = "transformed"
 
     def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
@@ -320,502 +597,3 @@ class Transformed:
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
         self._last.checked = True
-
-
-#: Held while a pipeline is built: the passes share per-program caches, and a
-#: transform called from several threads at once is built once.
-_BUILDING = threading.RLock()
-
-#: Kinds whose entry takes the output's cotangent(s) as its last argument.
-_COTANGENT_KINDS = ("vjp", "vjp_rows")
-
-#: Transforms built by :meth:`Transformed.derived`, kept so that a composition
-#: called again (``ad.hvp(f, ...)`` in a loop) reuses its generated code.
-_DERIVED = {}
-
-
-def _hashable(v):
-    return tuple(sorted(v.items())) if isinstance(v, dict) else v
-
-
-def _unit_like(x, t):
-    """The unit tangent of scalar argument ``x`` (grad of grad: d/dx of df/dx)."""
-    if pytree.is_container(x) or np.ndim(x) != 0:
-        raise TypeError(f"grad requires its function to return a scalar, but "
-                        f"{t.fun.__qualname__}'s inner gradient is taken with respect to an "
-                        f"argument of shape {np.shape(x)}, so it returns an array; use "
-                        f"ad.jacfwd or ad.hessian")
-    return type(x)(1.0) if isinstance(x, np.generic) else 1.0
-
-
-def fast_key(args, argnums):
-    """The key of a call whose fast path may be remembered (each argument's
-    :func:`_signature`), or None: an argument needs the checked path, or a
-    differentiated one is not a float."""
-    key = tuple(map(_signature, args))
-    if None in key or any(key[i] != 0 and key[i][1] != "f" for i in argnums):
-        return None
-    return key
-
-
-def _signature(a):
-    """Rank and dtype kind of a plain array (and a small one's length), 0 for
-    a Python float, (0, "i") for a Python int, else None.
-
-    float32 arrays take the checked path (their results' dtypes are
-    checked, see :meth:`Transformed._numpy_dtypes`).
-    """
-    t = type(a)
-    if t is np.ndarray:
-        if a.dtype == np.float32:
-            return None
-        n = _small_length(a)                    # compiled code may specialise on it
-        return (a.ndim, a.dtype.kind) if n is None else (1, a.dtype.kind, n)
-    if t is int:
-        return (0, "i")        # a loop count or an index: never differentiated
-    return 0 if t is float else None
-
-
-def _small_length(x):
-    """The length of a 1-D array short enough to be split into scalars, else None."""
-    return x.shape[0] if x.ndim == 1 and x.shape[0] <= scalarize.SMALL else None
-
-
-def _small_lengths(leaves):
-    """The length of each small 1-D float array leaf (None for others), or ()."""
-    out = tuple(_small_length(x) if type(x) is np.ndarray and x.dtype.kind == "f" else None
-                for x in leaves)
-    return out if any(n is not None for n in out) else ()
-
-
-def _output_lists(out_tree, layers, width=1):
-    """The result's structure with list displays marked, or None without lists."""
-    from ..ir import Tup
-
-    def has_list(t):
-        return isinstance(t, Tup) and (t.is_list or hasattr(t, "container")
-                                       or any(has_list(x) for x in t.items))
-    if not has_list(out_tree):
-        return None
-    tree = out_tree
-    for depth, (argnums, output) in enumerate(layers, 1):
-        if argnums != "vmap" and output == "pair":
-            if depth == len(layers) and width > 1:
-                tree = Tup((tree, Tup((tree,) * width)))
-            else:
-                tree = Tup((tree, tree))
-    return tree
-
-
-def _with_lists(value, tree):
-    """``value`` (nested tuples from generated code) with ``tree``'s lists as
-    lists, and its dicts and NamedTuples (:class:`~s2s_ad.frontend.anf.Record`) rebuilt."""
-    from ..ir import Tup
-    if not isinstance(tree, Tup) or not isinstance(value, tuple):
-        return value
-    items = [_with_lists(v, t) for v, t in zip(value, tree.items)]
-    if hasattr(tree, "container"):
-        return tree.container(items)
-    return list(items) if tree.is_list else tuple(items)
-
-
-def _leaf_count(tree):
-    """The number of leaves of a structure (see pytree.structure)."""
-    if tree is None:
-        return 1
-    return sum(_leaf_count(t) for t in tree)
-
-
-def _type_key(x):
-    """What compiled code is specialised on: type, dtype, rank, and the
-    length of a small 1-D array (see scalarize)."""
-    ndim = getattr(x, "ndim", None)
-    key = (type(x), getattr(x, "dtype", None), ndim)
-    n = _small_length(x) if ndim is not None else None
-    return key if n is None else key + (n,)
-
-
-def _as_dtype(x, dtype):
-    """A float scalar or array in ``dtype`` (other values as they are)."""
-    if dtype is None or dtype.kind != "f":
-        return x
-    if type(x) is float or isinstance(x, np.floating):
-        return dtype.type(x)
-    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.dtype != dtype:
-        return x.astype(dtype)
-    return x
-
-
-def _like_arg(g, arg):
-    """NumPy scalar arguments get NumPy scalar gradients of their type.
-
-    (Numba returns every float scalar as a Python float, which would turn a
-    float32 gradient into a float64 one.)
-    """
-    if isinstance(arg, np.generic):
-        return type(arg)(g)
-    if pytree.is_container(arg):
-        g_leaves, tree = pytree.flatten(g)
-        return pytree.unflatten([_like_arg(a, b) for a, b in
-                                 zip(g_leaves, pytree.flatten(arg)[0])], tree)
-    return g
-
-
-def _choose_execution(st, leaves, rounds=7):
-    """Run loop-free code where it measured faster: Numba or plain NumPy.
-
-    Numba's scalar exp/tanh lose to NumPy's vectorised ones on large
-    arrays, while Numba wins on small ones (no interpreter overhead); the
-    first call with a new argument structure times both on its arguments,
-    interleaved so that machine noise hits both alike, and keeps the best.
-    """
-    candidates = {"numba": getattr(st.compiled, st.entry),
-                  "numpy": getattr(st.alternative, st.entry)}
-    for fn in candidates.values():
-        fn(*leaves)                                   # compiles, warms caches
-    best = dict.fromkeys(candidates, float("inf"))
-    for _ in range(rounds):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn(*leaves)
-            best[name] = min(best[name], time.perf_counter() - start)
-    st.execution = min(best, key=best.get)
-    st.function = candidates[st.execution]
-    st.timings = best
-
-
-def _describe_value(value):
-    if pytree.is_container(value):
-        return (f"a {type(value).__name__} of {len(value)} values (to return extra values "
-                f"alongside the loss, pass has_aux=True and return (loss, aux))")
-    return f"an array of shape {np.shape(value)}"
-
-
-def _normalize_argnums(fun, argnums):
-    single = isinstance(argnums, int) and not isinstance(argnums, bool)
-    items = (argnums,) if single else argnums
-    if not isinstance(items, tuple) or not items or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in items):
-        raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-    n = _arg_count(fun)
-    out = []
-    for i in items:
-        if n is not None and not -n <= i < n:
-            raise ValueError(f"argnums={argnums!r} is out of range: {fun.__qualname__} takes "
-                             f"{n} positional arguments")
-        out.append(operator.index(i) % n if n else i)
-    return tuple(out), single
-
-
-def _layered_arg_count(fun, layers, width=1):
-    """Arguments of ``fun`` after forward-mode layers (each adds one per tangent;
-    the last adds ``width`` per differentiated argument)."""
-    n = _arg_count(fun)
-    if n is None:
-        return None
-    for depth, (argnums, _) in enumerate(layers, 1):
-        if argnums != "vmap":          # a batching layer adds no arguments
-            n += len(argnums) * (width if depth == len(layers) else 1)
-    return n
-
-
-def _arg_count(fun):
-    try:
-        params = inspect.signature(fun).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-
-
-def _check_arity(fun, args):
-    """``args`` completed with the parameters' default values, or a TypeError."""
-    n = _arg_count(fun)
-    defaults = getattr(fun, "__defaults__", None) or ()
-    if n is None or len(args) == n:
-        return args
-    if n - len(defaults) <= len(args) < n:
-        return tuple(args) + tuple(defaults[len(args) - n:])
-    least = n - len(defaults)
-    takes = f"{n}" if least == n else f"from {least} to {n}"
-    raise TypeError(f"{fun.__qualname__}() takes {takes} positional argument"
-                    f"{'s' if n != 1 else ''} but {len(args)} were given")
-
-
-def _with_keywords(fun, args, kwargs, argnums=()):
-    """The positional arguments of a call with keyword arguments, each in its
-    parameter's place (defaults fill the gaps).  As in JAX, an argument passed
-    by keyword is never differentiated: ``argnums`` must be passed positionally."""
-    needed = [i for i in argnums if isinstance(i, int) and i >= len(args)]
-    if needed:
-        raise TypeError(f"differentiating with respect to argnums={tuple(argnums)} requires at "
-                        f"least {max(needed) + 1} positional arguments, but {len(args)} were "
-                        f"passed (the others by keyword, which is never differentiated)")
-    try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
-    except TypeError as error:
-        raise TypeError(f"{fun.__qualname__}(): {error}") from None
-    params = list(inspect.signature(fun).parameters.values())
-    out = []
-    for p in params[:_arg_count(fun)]:
-        if p.name in bound.arguments:
-            out.append(bound.arguments[p.name])
-        elif p.default is not p.empty:
-            out.append(p.default)
-    if len(bound.arguments) > len(out):
-        raise TypeError(f"{fun.__qualname__}(): keyword-only and variadic parameters are not "
-                        f"supported by transforms; make them positional")
-    return tuple(out)
-
-
-def _check_whole(args, nums, what):
-    """Each argument is differentiated whole (all its float leaves) or not at
-    all: one that mixes floats with other values, or holds what is neither a
-    number nor an array, is a TypeError rather than a silently zero derivative."""
-    for i, a in enumerate(args):
-        leaves = pytree.flatten(a)[0]
-        bad = [v for v in leaves if v is not None and pytree.rank(v) is None]
-        if bad:
-            raise TypeError(f"{what}: argument {i} holds {pytree.describe(bad[0])}; arguments "
-                            f"are floats, ints, bools, NumPy arrays, or tuples, lists, dicts "
-                            f"and NamedTuples of them")
-        if i not in nums and any(map(pytree.is_float_leaf, leaves)):
-            other = next(v for v in leaves if not pytree.is_float_leaf(v))
-            raise TypeError(f"{what}: argument {i} mixes float values with "
-                            f"{pytree.describe(other)}; an argument is differentiated whole, "
-                            f"so pass its integer or boolean parts as a separate argument")
-
-
-def _check_differentiable(fun, args, argnums):
-    names = list(inspect.signature(fun).parameters)
-    for i in argnums:
-        for leaf in pytree.flatten(args[i])[0]:
-            if not pytree.is_float_leaf(leaf):
-                raise TypeError(
-                    f"cannot differentiate {fun.__qualname__} with respect to argument {i} "
-                    f"('{names[i]}'): it holds {pytree.describe(leaf)}, and only float64/float32 "
-                    f"values are differentiable; pass floats, or leave this argument out of "
-                    f"argnums")
-
-
-def _plain(f):
-    """The user function beneath ``ad.jit``, and the target it asked for.
-
-    The source is read and fenced here, so unsupported code is reported when
-    the transform is applied, at the user's line.
-    """
-    if getattr(type(f), "__s2s_ad_object__", None) == "batched":      # ad.vmap(...)
-        return f.as_function()
-    if isinstance(f, Transformed):
-        if f.kind != "primal":
-            raise TypeError(f"{f!r} is already a derivative; differentiating it again needs "
-                            f"forward mode over reverse mode (ad.hessian, ad.hvp)")
-        return f.fun, f.target, f.options
-    if not callable(f):
-        raise TypeError(f"expected a function, got {f!r}")
-    FunctionSource(f.fun if custom.rule_of(f) else f)
-    return f, "python", {}
-
-
-def grad(fun, argnums=0, has_aux=False):
-    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``."""
-    return _grad(fun, argnums, has_aux, "grad")
-
-
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """``(value, grad)``, or ``((value, aux), grad)`` with ``has_aux``."""
-    return _grad(fun, argnums, has_aux, "value_and_grad")
-
-
-def _grad(fun, argnums, has_aux, kind):
-    if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
-        return _grad_of_grad(fun, argnums, has_aux, kind)
-    f, target, options = _plain(fun)
-    nums, single = _normalize_argnums(f, argnums)
-    t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
-                    single=single)
-    t.kind = kind
-    return t
-
-
-def _grad_of_grad(inner, argnums, has_aux, kind):
-    """``grad`` of a gradient, computed reverse-over-forward.
-
-    The inner gradient is taken with respect to a scalar argument ``a`` (or
-    it would not be a scalar), so it equals the directional derivative of
-    ``f`` along a unit tangent of ``a``: a forward-mode layer; the outer
-    gradient is reverse mode over that layer.  Derivatives commute, so this
-    is the same value as reverse-over-reverse at forward mode's cost.
-    """
-    if inner.kind != "grad" or not inner.single or inner.has_aux:
-        returns = ("a (value, gradient) pair" if inner.kind == "value_and_grad"
-                   else "a tuple of gradients" if not inner.single else "(gradient, aux)")
-        raise TypeError(f"grad requires a scalar-valued function, but {inner!r} returns "
-                        f"{returns}; use ad.jacfwd or ad.hessian")
-    nums, single = _normalize_argnums(inner.fun, argnums)
-    (a,) = inner.argnums
-    return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
-                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
-
-
-def vjp(fun, *primals, has_aux=False):
-    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
-    f, target, options = _plain(fun)
-    primals = _check_arity(f, primals)
-    argnums = tuple(i for i, p in enumerate(primals)
-                    if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
-    _check_whole(primals, argnums, "vjp")
-    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
-    _, leaves, treedefs = t.entry(primals)
-    st = t._last
-    out = _run_primal(f, target, options, _own_copies(st, primals))
-    value = out[0] if has_aux else out
-    value_leaves, value_def = pytree.flatten(value)
-
-    def vjp_fn(cotangent):
-        ct_leaves, ct_def = pytree.flatten(cotangent)
-        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
-            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
-                             f"the output's {_tree_text(value_def)}")
-        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
-            if np.shape(c) != np.shape(v):
-                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
-                                 f"leaf has shape {np.shape(v)}")
-        if st.tier is not None and not st.tier.started:
-            st.tier.first_call(st, [*leaves, *ct_leaves])
-        if st.alternative is not None and not st.execution and (
-                st.tier is None or st.tier.thread is None):
-            _choose_execution(st, [*leaves, *ct_leaves])
-        _, grads = st.function(*leaves, *ct_leaves)
-        by_arg = dict(zip(argnums, grads))
-        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
-                     else _zeros_like_tree(p) for i, p in enumerate(primals))
-    vjp_fn.transformed = t
-    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
-
-
-def _run_primal(f, target, options, primals):
-    if target == "python":
-        return f(*primals)
-    return Transformed(f, "primal", target=target, options=options)(*primals)
-
-
-def _own_copies(st, args):
-    """``args`` for running the user's own function (a check, a dtype probe):
-    where it writes into an argument, copies of their arrays, so the caller's
-    never change."""
-    if not st.program.entry_writes:
-        return args
-    return tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
-                                   for v in leaves], tree)
-                 for leaves, tree in map(pytree.flatten, args))
-
-
-def _zeros_like_tree(x):
-    leaves, tree = pytree.flatten(x)
-    return pytree.unflatten([np.zeros_like(v) for v in leaves], tree)
-
-
-def _tree_text(treedef):
-    if treedef is None:
-        return "*"
-    kind, children = treedef
-    inner = ", ".join(_tree_text(c) for c in children)
-    return f"[{inner}]" if kind is list else f"({inner})"
-
-
-def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
-        compile=None):
-    """``fun`` compiled with Numba; a transform of a jitted function is compiled too.
-
-    ``compile="tiered"``: a call whose compiled code is not ready runs the
-    generated module on NumPy while Numba compiles it in the background
-    (see :mod:`s2s_ad.backends.tiers`); ``"eager"``: the first call compiles.
-    ``None``: ``$S2S_AD_COMPILE``, by default ``"tiered"``.
-    """
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    if compile is None:
-        compile = os.environ.get("S2S_AD_COMPILE") or tiers.DEFAULT
-        if compile not in tiers.MODES:
-            raise ValueError(f"S2S_AD_COMPILE must be one of {tiers.MODES}, got {compile!r}")
-    if compile not in tiers.MODES:
-        raise ValueError(f"compile must be one of {tiers.MODES}, got {compile!r}")
-    options = {"cache": cache, "fastmath": fastmath, "parallel": bool(parallel),
-               "compile": compile}
-    if fun is None:
-        return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath,
-                             compile=compile)
-    if target == "cuda" and type(fun).__name__ != "Batched":
-        raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
-                         "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
-                         "target='cpu' for this function")
-    if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
-        return fun.with_target(target, dict(options, parallel_request=parallel))
-    if not callable(fun):
-        raise TypeError(f"jit expects a function, got {fun!r}")
-    FunctionSource(fun.fun if custom.rule_of(fun) else fun)
-    return Transformed(fun, "primal", target=target, options=options)
-
-
-def source(fun, *example_args):
-    """The generated Python source behind a transformed function.
-
-    With example arguments the source is generated for their structure;
-    otherwise for the last call's, or for every argument being one array.
-    """
-    fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
-    if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
-        return fun.generated_source(*example_args)
-    if not isinstance(fun, Transformed):
-        fun = Transformed(_plain(fun)[0], "primal")
-    if not example_args and fun._last is None and fun._cells:
-        n = _arg_count(fun.fun) or 0                 # one array each, and the hidden ones
-        hidden = fun._with_hidden((None,) * n)[n:]
-        trees = (None,) * n + tuple(pytree.structure(pytree.flatten(h)[1]) for h in hidden)
-        return _with_execution(fun.state(trees))
-    if example_args:
-        flat = [pytree.flatten(a) for a in fun._with_hidden(example_args)]
-        trees = tuple(pytree.structure(t) for _, t in flat)
-        leaves = [leaf for ls, _ in flat for leaf in ls]
-        ranks = tuple(pytree.rank(leaf) for leaf in leaves)
-        lengths = _small_lengths(leaves) if fun.target != "python" else ()
-        return _with_execution(fun.state(trees, ranks, lengths))
-    if fun._last is not None:
-        return _with_execution(fun._last)
-    n = _arg_count(fun.fun) or 0
-    return _with_execution(fun.state((None,) * n))
-
-
-def _with_execution(st):
-    """The source, with the measured choice of execution when one was made
-    (and, under tiered execution, how the first call ran)."""
-    if st.tier is not None and st.tier.note:
-        st = _copy_with_source(st, f"# First call (tiered execution): {st.tier.note}.\n"
-                               + st.source)
-    if not st.execution:
-        return st.source
-    t = {k: f"{v * 1e6:.0f} us" for k, v in st.timings.items()}
-    note = (f"# Execution: {'plain NumPy' if st.execution == 'numpy' else 'numba.njit'} "
-            f"(measured on the first call: numba.njit {t['numba']}, NumPy {t['numpy']}).\n")
-    return note + st.source
-
-
-def _copy_with_source(st, text):
-    import copy
-    st = copy.copy(st)
-    st.source = text
-    return st
-
-
-def _as_transformed(fun):
-    """``fun`` as a :class:`Transformed` (a plain function: its primal transform)."""
-    if isinstance(fun, Transformed):
-        return fun
-    t = _PLAIN.get(fun)
-    if t is None:
-        f, target, options = _plain(fun)
-        t = _PLAIN[fun] = Transformed(f, "primal", target=target, options=options)
-    return t
-
-
-_PLAIN = weakref.WeakKeyDictionary()     # a plain function -> its primal transform

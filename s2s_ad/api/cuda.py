@@ -221,7 +221,7 @@ class CudaBatched:
 
 
 def _type_key(x):
-    from .core import _type_key as key
+    from .arguments import _type_key as key
     return key(x)
 
 

@@ -4,7 +4,8 @@ or carried several at once (vector mode), and assembled per output leaf.
 import numpy as np
 
 from ..ir import pytree
-from .core import _as_transformed, fast_key
+from .arguments import fast_key
+from .core import _as_transformed
 from .jacobian_common import (
     _chunks,
     _direction,

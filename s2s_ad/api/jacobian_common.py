@@ -4,7 +4,7 @@ Jacobian is built from, argument checks.
 import numpy as np
 
 from ..ir import pytree
-from .core import _unit_like
+from .arguments import _unit_like
 
 _MAPPED = {}
 

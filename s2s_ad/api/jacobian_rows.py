@@ -4,7 +4,7 @@ adjoint sweep under ``jit`` (see ``transforms.widen``).
 import numpy as np
 
 from ..ir import pytree
-from .core import fast_key
+from .arguments import fast_key
 from .jacobian_common import _chunks, _leaf_key, _mapped, _scalarize, _unit_basis
 
 

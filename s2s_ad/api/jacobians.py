@@ -17,7 +17,8 @@ innermost, reverse mode (if any) outermost -- because derivatives commute:
 import numpy as np
 
 from ..ir import pytree
-from .core import _as_transformed, _check_arity, _check_whole, _signature, _unit_like
+from .arguments import _check_arity, _check_whole, _signature, _unit_like
+from .core import _as_transformed
 from .jacobian_columns import Columns
 from .jacobian_common import (
     _check_jvp_args,

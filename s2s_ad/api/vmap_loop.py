@@ -9,7 +9,7 @@ import numpy as np
 from .. import backends
 from ..backends import fastcall
 from ..ir import pytree
-from .core import _type_key
+from .arguments import _type_key
 from .vmap_common import (
     PARALLEL_MIN_BATCH,
     _broadcast_axes,

@@ -4,7 +4,8 @@
 import numpy as np
 
 from ..ir import pytree
-from .core import _as_transformed, _type_key
+from .arguments import _type_key
+from .core import _as_transformed
 from .vmap_common import _count, _has_loops, _name, _plain_function
 
 
