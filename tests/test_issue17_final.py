@@ -1,5 +1,5 @@
 """Issue 17, last items: np.pad / split family / tile / repeat /
-scipy.special.betaln (written in NumPy, s2s_ad/library/blocks.py) in every
+scipy.special.betaln (written in NumPy, s2s_ad/rules/library/blocks.py) in every
 mode against finite differences, and the errors for functions with no rule."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""NumPy/SciPy functions written in s2s_ad/library/, checked in every mode.
+"""NumPy/SciPy functions written in s2s_ad/rules/library/, checked in every mode.
 
 One table of cases (tests/programs/library_cases.py); each is checked
 against central finite differences through ``ad.grad`` (of a weighted sum),

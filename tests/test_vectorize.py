@@ -169,7 +169,7 @@ FLOAT_CAST_DTYPE = ("float(x) of a float32 value: per example a Python float (fl
                     "vectorized a float32 array (vectorize.py:51 _SAME: float becomes a copy)")
 
 # The rank of np.zeros/np.full of a shape held in a variable (np.shape(x), x.shape) is
-# not inferred (s2s_ad/ranks.py _shape_rank), so what reads it refuses.
+# not inferred (s2s_ad/analyses/ranks.py _shape_rank), so what reads it refuses.
 UNKNOWN_RANK = "the number of dimensions of a value here is not known"
 
 # module-level constants the programs read (a Const, unlike a literal tuple)

@@ -146,7 +146,7 @@ def _registered(name):
 
 
 # -- output ranks: (operand ranks, params) -> the result's rank (None: unknown) ----------
-# Read by s2s_ad/ranks.py through Rule.rank, like every rule's other facts.
+# Read by s2s_ad/analyses/ranks.py through Rule.rank, like every rule's other facts.
 
 def _product_rank(args, params):
     """np.dot / np.matmul: a scalar factor keeps the other's rank."""

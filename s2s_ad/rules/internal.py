@@ -72,7 +72,7 @@ BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched")
                                  {"t": "rt.batch_unbroadcast(g, t)"}, operands=("t", "x"))
 
 
-# -- transforms inside transformed functions (see s2s_ad/nested.py) -----------------
+# -- transforms inside transformed functions (see s2s_ad/transforms/nested.py) -----------------
 #: Number of elements (1 for a scalar), a unit tangent, and Jacobian storage.
 FLAT_SIZE = _internal(Rule(name="rt.flat_size", params=("x",), operands=("x",),
                            emit="rt.flat_size", nondiff=True))

@@ -6,7 +6,7 @@ runtime/scans.py, with Numba versions in runtime/_nb_scans.py), its VJP and
 JVP templates, its output rank and its batching rule (the axis moves past
 the batch axis; ``axis=None`` runs once per example).  ``np.sort``,
 ``np.median`` and ``np.quantile``/``np.percentile`` are written over these in
-s2s_ad/library/statistics.py.
+s2s_ad/rules/library/statistics.py.
 
 ``cumprod``'s derivatives run the product rule's recursion instead of
 dividing by ``a``, so they are exact where ``a`` has zeros.

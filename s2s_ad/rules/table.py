@@ -272,7 +272,7 @@ def render():
         lines += [_row(r) for r in chosen]
         lines.append("")
     lines += ["## Written in NumPy", "",
-              ("Implemented in plain Python over the functions above (`s2s_ad/library/`, "
+              ("Implemented in plain Python over the functions above (`s2s_ad/rules/library/`, "
               "see docs/library.md): a call is lowered in place with its arguments bound, "
               "so every transform follows from the primitives' rules."), "",
               "| function | also written | how | where |", "| --- | --- | --- | --- |"]

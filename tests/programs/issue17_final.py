@@ -1,5 +1,5 @@
 """User code calling np.pad, np.split and its variants, np.tile, np.repeat and
-scipy.special.betaln (s2s_ad/library/blocks.py, special.py)."""
+scipy.special.betaln (s2s_ad/rules/library/blocks.py, special.py)."""
 import numpy as np
 import scipy.special as sc
 

@@ -1,4 +1,4 @@
-"""User code calling NumPy/SciPy functions implemented in s2s_ad/library/."""
+"""User code calling NumPy/SciPy functions implemented in s2s_ad/rules/library/."""
 import numpy as np
 import scipy.special as sc
 

@@ -13,14 +13,14 @@ METHODS: dict = {}           # array method name -> Implementation
 class Implementation:
     """A NumPy/SciPy function written in Python over ruled primitives."""
     name: str            # as users write it: "np.var", "scipy.special.expit"
-    fn: Any              # the implementation (a def function in s2s_ad/library/)
+    fn: Any              # the implementation (a def function in s2s_ad/rules/library/)
     obj: Any             # the NumPy/SciPy callable it stands for
     signature: Any = None
     doc: str = ""
 
     @property
     def where(self):
-        """``s2s_ad/library/statistics.py``: the file that holds it."""
+        """``s2s_ad/rules/library/statistics.py``: the file that holds it."""
         module = self.fn.__module__.replace(".", "/")
         return module + ".py"
 
