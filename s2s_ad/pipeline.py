@@ -20,7 +20,7 @@ from .transforms import (
     batch,
     forward,
     mixed,
-    nested,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
+    nested_calls,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
     scalarize,
     widen,
 )

@@ -9,5 +9,5 @@ of NumPy functions and in-place helpers; ``custom`` holds ``ad.custom_vjp`` /
 ``ad.custom_jvp`` and lowers functions that carry such rules.
 
 Calls of s2s_ad's transforms inside user code are recognised here by marker
-and lowered by ``s2s_ad.transforms.nested`` (installed into ``anf``).
+and lowered by ``s2s_ad.transforms.nested_calls`` (installed into ``anf``).
 """

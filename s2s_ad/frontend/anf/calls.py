@@ -52,19 +52,20 @@ class Calls:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
             if isinstance(func, gast.Call) and self._transform_of(func) == "vmap":
-                return markers.nested.call_vmap(self, func, node)
+                return markers.transform_calls.call_vmap(self, func, node)
             if isinstance(func, gast.Call):          # ad.grad(f)(x) and friends
-                return markers.nested.call_transformed(self, func, node)
+                return markers.transform_calls.call_transformed(self, func, node)
             vjp_fn = self.env.get(func.id) if isinstance(func, gast.Name) else None
-            if isinstance(vjp_fn, Const) and isinstance(vjp_fn.value, markers.nested.VjpFunction):
-                return markers.nested.call_vjp_fn(self, vjp_fn.value, node)
+            calls = markers.transform_calls
+            if isinstance(vjp_fn, Const) and isinstance(vjp_fn.value, calls.VjpFunction):
+                return markers.transform_calls.call_vjp_fn(self, vjp_fn.value, node)
             what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
             raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
                              "can be called; call the function by its own name")
         if transform_kind(obj) == "jvp":
-            return markers.nested.call_jvp(self, node)
+            return markers.transform_calls.call_jvp(self, node)
         # ad.vjp, ad.hvp, a module-level ad.grad(f)
-        value = markers.nested.call_object(self, obj, node)
+        value = markers.transform_calls.call_object(self, obj, node)
         if value is not None:
             return value
         value = comprehensions.call(self, obj, node)    # sum(e for x in xs), np.stack([...])

@@ -15,7 +15,7 @@ Calls of s2s_ad's own transforms written in user code (``ad.grad(f)(x)``,
 ``ad.jvp``, ``ad.vmap(f)(xs)``...) are recognised here by the marker the
 public objects carry (:func:`transform_kind`; the front end never imports the
 API) and lowered by the transforms layer, which installs its handler with
-:func:`install_transform_calls` (``s2s_ad.transforms.nested``): expanding
+:func:`install_transform_calls` (``s2s_ad.transforms.nested_calls``): expanding
 them needs the forward transform, which is above the front end.
 """
 import dataclasses

@@ -1,20 +1,20 @@
 """How the front end recognises s2s_ad's own transforms in user code (by the
 markers the public objects carry) and who lowers those calls: the transforms
-layer installs its handler (``s2s_ad.transforms.nested``) with
+layer installs its handler (``s2s_ad.transforms.nested_calls``) with
 :func:`install_transform_calls`; the front end never imports it.
 """
 
 
 
-#: Lowers calls of transforms in user code (s2s_ad.transforms.nested, which
+#: Lowers calls of transforms in user code (s2s_ad.transforms.nested_calls, which
 #: installs itself when imported; the pipeline imports it before lowering).
-nested = None
+transform_calls = None
 
 
 def install_transform_calls(handler):
     """Called by the transforms layer: ``handler`` lowers ``ad.grad(f)(x)`` & co."""
-    global nested
-    nested = handler
+    global transform_calls
+    transform_calls = handler
 
 
 def transform_kind(obj):

@@ -77,7 +77,7 @@ class Statements:
 
     def stmt_Return(self, node):
         value = Const(None) if node.value is None else self.expr(node.value)
-        markers.nested.check_escapes(self, value, node)
+        markers.transform_calls.check_escapes(self, value, node)
         if any(isinstance(v, LocalFn) for v in _values(value)):
             raise self.error(node, "returning a function is not supported; return the values "
                              "it computes, or define it at module level")
