@@ -4,8 +4,9 @@
 sweep, tapes, adjoint sweep), ``mixed`` (forward mode for scalar ``while``
 loops inside reverse mode), ``scalarize`` (small static-length vectors as
 scalars for Numba), ``widen`` (several cotangent rows per adjoint sweep),
-``batch`` (vmap by batching rules), ``nested`` (``ad.grad(f)(x)`` and
-friends written inside a transformed function, as forward-mode columns) and
+``batch`` (vmap by batching rules), ``nested`` and ``nested_calls``
+(``ad.grad(f)(x)`` and friends written inside a transformed function, as
+forward-mode columns) and
 ``module`` (assembles the entry function, its callees and their VJPs).
 
 To add a pass: write it here (IR in, IR out where it can), then add it to

@@ -1,22 +1,7 @@
-"""normalize: resolved gast function -> A-normal form (:mod:`ir`).
-
-Receives a :class:`~s2s_ad.frontend.parse.FunctionSource` and the structure of each
-argument (a leaf, or a tuple of structures).  Guarantees: every statement is
-one primitive (:class:`~s2s_ad.ir.Prim`) or user-function call
-(:class:`~s2s_ad.ir.Call`) on atoms; names are in SSA form (a user variable
-redefined gets a fresh name, so no value is ever overwritten); calls are in
-canonical form (operators, methods and attributes become the rule of their
-NumPy function: ``a * b`` and ``np.multiply``, ``x.sum(0)`` and ``np.sum``,
-``x.T`` and ``np.transpose`` share one rule); tuples are static
-(:class:`~s2s_ad.ir.Tup`) and never built at run time; the body ends in one
-:class:`~s2s_ad.ir.Return`.
-
-Calls of s2s_ad's own transforms written in user code (``ad.grad(f)(x)``,
-``ad.jvp``, ``ad.vmap(f)(xs)``...) are recognised here by the marker the
-public objects carry (:func:`transform_kind`; the front end never imports the
-API) and lowered by the transforms layer, which installs its handler with
-:func:`install_transform_calls` (``s2s_ad.transforms.nested_calls``): expanding
-them needs the forward transform, which is above the front end.
+"""The :class:`Lowerer`: one per (function, argument structure), with its state
+(environment of names, the statements being emitted, loop and write tracking);
+its methods come from the mixins ``statements``, ``expressions``, ``calls``,
+``inlining`` and ``memory`` of this package (see its docstring).
 """
 import dataclasses
 

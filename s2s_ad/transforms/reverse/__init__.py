@@ -1,5 +1,18 @@
 """reverse: lowered function -> VJP source (primal sweep + adjoint sweep).
 
+Receives a lowered :class:`~s2s_ad.ir.Function`, which of its parameters to
+differentiate and which output leaves are seeded.  Writes one function that
+runs the primal statements the adjoint needs (dead code is dropped), then the
+adjoint of every active statement in reverse order, each from its rule's
+template.  Adjoints are named after their primal (``x`` -> ``bx``); the first
+contribution binds the name, later ones add to it; adjoints of broadcasting
+operands are un-broadcast to the operand's shape by the rule; reading
+``x[i]`` accumulates into ``bx[i]`` in place.  Gradients are returned with
+their parameter's type and dtype (``rt.like``).
+
+Calls to user functions become calls to their own VJP function, generated
+once per (function, active inputs, active outputs) in the same module.
+
 One :class:`~s2s_ad.transforms.reverse.writer.ReverseWriter` per (function,
 differentiated inputs, seeded outputs), written in parts:
 
