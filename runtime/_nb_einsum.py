@@ -174,7 +174,7 @@ def _order(ins):
 def contraction_source(spec, names, ndims, ct):
     """Source lines computing einsum ``spec`` of the arrays ``names``; returns
     (lines, result name).  A 0-d (scalar) operand multiplies the result."""
-    ins, out = linalg._einsum_parse(spec, len(names))
+    ins, out = linalg.einsum_parse(spec, len(names))
     for s, nd in zip(ins, ndims):
         if len(s) != nd:
             raise TypingError(f"np.einsum: subscripts {s!r} for an operand of {nd} dimensions")
@@ -244,7 +244,7 @@ def _einsum(subscripts, operands):
 def grad_spec(spec, ndims, i):
     """(spec, extras) of the cotangent of operand ``i`` (see ``linalg.einsum_grad``):
     extras are ("eye" | "ones", axis of operand i) for the added operands."""
-    ins, out = linalg._einsum_parse(spec, len(ndims))
+    ins, out = linalg.einsum_parse(spec, len(ndims))
     mine = ins[i]
     terms = [out] + [s for j, s in enumerate(ins) if j != i]
     seen, free = set("".join(terms)), iter(ch for ch in _LETTERS if ch not in spec)

@@ -757,7 +757,7 @@ def tensordot_grad_b(g, a, b, axes=2):
 
 # -- einsum ----------------------------------------------------------------------
 
-def _einsum_parse(subscripts, n):
+def einsum_parse(subscripts, n):
     text = subscripts.replace(" ", "")
     if "." in text:
         raise ValueError("s2s_ad: np.einsum subscripts with an ellipsis are not differentiated")
@@ -786,7 +786,7 @@ def einsum_grad(g, subscripts, operands, i):
     Letters of operand i found nowhere else enter as ones; a letter repeated
     in it (a diagonal) enters as an identity matrix.
     """
-    ins, out = _einsum_parse(subscripts, len(operands))
+    ins, out = einsum_parse(subscripts, len(operands))
     mine = ins[i]
     shape = np.shape(operands[i])
     sizes = dict(zip(mine, shape))

@@ -24,8 +24,8 @@ def infer(fn, param_ranks):
     ranks.update((s.index, 0) for s in walk(fn.body) if isinstance(s, For))
     for name in fn.consts:
         ranks[name] = getattr(fn.consts[name], "ndim", None)
-    return _settle(fn, ranks, lambda s: _call_ranks(s, ranks) if isinstance(s, Call)
-                   else [_rank(s, ranks)], lambda t, r: None)
+    return _settle(fn, ranks, lambda s: call_ranks(s, ranks) if isinstance(s, Call)
+                   else [prim_rank(s, ranks)], lambda t, r: None)
 
 
 def _settle(fn, facts, outputs, conflict):
@@ -56,7 +56,7 @@ def _settle(fn, facts, outputs, conflict):
     return facts
 
 
-def _call_ranks(s, ranks):
+def call_ranks(s, ranks):
     """Ranks of a user function's outputs, inferred from the call's arguments."""
     args = tuple(rank_of(a, ranks) for a in s.args)
     key = (s.callee.key, args)
@@ -76,7 +76,7 @@ def rank_of(atom, ranks):
     return None
 
 
-def _rank(s, ranks):
+def prim_rank(s, ranks):
     name = s.rule.name
     args = [rank_of(a, ranks) if not isinstance(a, Tup) else None for a in s.args]
     p = s.params

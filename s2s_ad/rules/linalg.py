@@ -338,8 +338,8 @@ def _einsum_batch(vz, s, body):
     items = s.args[0]
     if not isinstance(items, Tup):
         raise Unvectorizable("np.einsum of a sequence held in a variable", s.loc)
-    from ..runtime.linalg import _einsum_parse
-    ins, out = _einsum_parse(text, len(items.items))
+    from ..runtime.linalg import einsum_parse
+    ins, out = einsum_parse(text, len(items.items))
     free = next(ch for ch in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
                 if ch not in text)
     ins = [free + t if vz.is_b(x) else t for t, x in zip(ins, items.items)]
@@ -398,8 +398,8 @@ def _einsum_jvp_batch(vz, s, body):
     from ..ir import Const, Tup
     ops, tans = s.args
     spec = str(s.params["subscripts"].value).replace(" ", "")
-    from ..runtime.linalg import _einsum_parse
-    ins, out = _einsum_parse(spec, len(ops.items))
+    from ..runtime.linalg import einsum_parse
+    ins, out = einsum_parse(spec, len(ops.items))
     free = next(ch for ch in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
                 if ch not in spec)
     new = ",".join(free + t for t in ins) + "->" + free + out

@@ -114,15 +114,15 @@ class Rule:
                 expr = f"rt.unbroadcast({expr}, {operand})"
             elif self.broadcast and reduce == "sum":
                 expr = f"np.sum({expr})"
-            return _parse(expr)
+            return parse_template(expr)
         spec = self.vjp[operand]
-        return spec if callable(spec) else _parse(spec)
+        return spec if callable(spec) else parse_template(spec)
 
 
 _PARSED: dict = {}
 
 
-def _parse(expr):
+def parse_template(expr):
     if expr not in _PARSED:
         _PARSED[expr] = ast.parse(expr, mode="eval").body
     return _PARSED[expr]

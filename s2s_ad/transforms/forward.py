@@ -26,7 +26,7 @@ from ..analyses import activity, ranks
 from ..frontend import custom
 from ..ir import Call, Const, Function, Prim, Return, Rewriter, Tup, Var, leaves_of, walk
 from ..rules.internal import BROADCAST_LIKE, INTERNAL, ZEROS_LIKE
-from ..rules.registry import _parse
+from ..rules.registry import parse_template
 
 _BINOPS = {ast.BitAnd: "np.logical_and", ast.BitOr: "np.logical_or"}
 _BY_EMIT = {}
@@ -343,7 +343,7 @@ class Forward(Rewriter):
         return Var(target)
 
     def template(self, text, env, body, loc):
-        return self._expr(_parse(text), env, body, loc)
+        return self._expr(parse_template(text), env, body, loc)
 
     def _expr(self, node, env, body, loc):
         ex = lambda n: self._expr(n, env, body, loc)  # noqa: E731

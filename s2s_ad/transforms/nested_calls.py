@@ -18,7 +18,7 @@ from .. import rules
 from ..frontend import anf
 from ..frontend.anf import (
     Record,
-    _map_leaves,
+    map_values,
     transform_kind,
     transformed_object,
     tree_of,
@@ -169,7 +169,7 @@ def call_vmap(lw, vnode, node):
                 index = b if ax == 0 else Tup((Const(slice(None)),) * ax + (b,))
                 picked[leaf] = lw.emit(rules.RULES["getitem"], [leaf], {"index": index},
                                          node)
-        return [_map_leaves(a, lambda x: picked.get(x, x)) for a in args]
+        return [map_values(a, lambda x: picked.get(x, x)) for a in args]
 
     r0 = apply(lw, fn, example(Const(0)), node)
     outs = []
@@ -186,7 +186,7 @@ def call_vmap(lw, vnode, node):
     lw.body.append(For(index.name, Const(1), size, Const(1), body, lw.src.loc(node)))
     lw.cse.clear()
     it = iter(outs)
-    return _map_leaves(r0, lambda _: next(it))
+    return map_values(r0, lambda _: next(it))
 
 def _vmap_spec(lw, vnode):
     """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""

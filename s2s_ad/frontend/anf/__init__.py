@@ -20,10 +20,10 @@ the shared folding helpers, ``markers`` the recognition of s2s_ad's own
 transforms in user code.
 """
 from ...ir import LEAF, Record, tree_of
-from .common import LocalFn, _leaves, _map_leaves
+from .common import LocalFn, _leaves, map_values
 from .lowerer import Lowerer
 from .markers import install_transform_calls, transform_kind, transformed_object
 from .program import Program
 
 __all__ = ["LEAF", "LocalFn", "Lowerer", "Program", "Record", "install_transform_calls",
-           "transform_kind", "transformed_object", "tree_of", "_leaves", "_map_leaves"]
+           "transform_kind", "transformed_object", "tree_of", "_leaves", "map_values"]

@@ -8,8 +8,7 @@ import gast
 import numpy as np
 
 from ... import rules
-from ...analyses.ranks import _rank as prim_rank
-from ...analyses.ranks import rank_of
+from ...analyses.ranks import prim_rank, rank_of
 from ...ir import (
     Const,
     Prim,

@@ -142,10 +142,10 @@ def _replace(value, old, new):
     return value
 
 
-def _map_leaves(value, fn):
+def map_values(value, fn):
     """Like :func:`~s2s_ad.ir.map_leaves`, keeping each node's kind (list, Record)."""
     if isinstance(value, Tup):
-        return dataclasses.replace(value, items=tuple(_map_leaves(v, fn) for v in value.items))
+        return dataclasses.replace(value, items=tuple(map_values(v, fn) for v in value.items))
     return fn(value)
 
 

@@ -8,8 +8,7 @@ import inspect
 
 import gast
 
-from ...analyses.ranks import _call_ranks as call_ranks
-from ...analyses.ranks import rank_of
+from ...analyses.ranks import call_ranks, rank_of
 from ...ir import (
     Call,
     Prim,

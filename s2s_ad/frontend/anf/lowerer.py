@@ -22,7 +22,7 @@ from ..parse import (
     FunctionSource,
 )
 from .calls import Calls
-from .common import LocalFn, _all_identifiers, _map_leaves
+from .common import LocalFn, _all_identifiers, map_values
 from .expressions import Expressions
 from .inlining import Inlining
 from .memory import Memory
@@ -94,7 +94,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
             self.ranks[copy] = self.ranks.get(param)
             copies[Var(param)] = Var(copy)
         for name, value in self.env.items():
-            self.env[name] = _map_leaves(value, lambda v: copies.get(v, v))
+            self.env[name] = map_values(value, lambda v: copies.get(v, v))
 
     def written_params(self):
         """Positions of the parameter leaves the body writes into."""

@@ -11,7 +11,7 @@ from ...ir import (
     Var,
     tree_of,
 )
-from .common import _leaves, _map_leaves
+from .common import _leaves, map_values
 
 
 class Memory:
@@ -91,7 +91,7 @@ class Memory:
                                   {"index": index}, loc))
             copies[view] = self.emit(rules.RULES["np.copy"], [fresh], {}, node)
             writebacks.append((self.writable(array, node), index, copies[view]))
-        values = [_map_leaves(v, lambda x: copies.get(x, x)) for v in values]
+        values = [map_values(v, lambda x: copies.get(x, x)) for v in values]
         return values, writebacks
 
     def view_origin(self, view, fn, node):

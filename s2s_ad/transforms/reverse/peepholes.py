@@ -17,7 +17,7 @@ from ...ir import (
     all_blocks,
     walk,
 )
-from ...rules.registry import _parse
+from ...rules.registry import parse_template
 from .common import _KEPT, _SCALAR_BROADCAST
 
 
@@ -120,7 +120,7 @@ def _unary_partial(s):
     elementwise primitive of a variable (else None)."""
     if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
             len(s.args) == 1 and isinstance(s.args[0], Var):
-        return codegen.names_in(_parse(s.rule.partials[s.rule.operands[0]]))
+        return codegen.names_in(parse_template(s.rule.partials[s.rule.operands[0]]))
     return None
 
 

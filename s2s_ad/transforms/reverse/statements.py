@@ -22,7 +22,7 @@ from ...ir import (
     While,
     var_names,
 )
-from ...rules.registry import _parse
+from ...rules.registry import parse_template
 from .common import _KEPT, _SHAPE_ONLY, _scalar_code
 from .peepholes import _times_kept, _unary_partial
 
@@ -76,7 +76,7 @@ class Statements:
                             # g has the reduced axes at length 1 (rt.sum_grad_kept):
                             # a loop scales the partial's rows, in place when the
                             # partial is a new array.
-                            template = _times_kept(_parse(s.rule.partials[param]))
+                            template = _times_kept(parse_template(s.rule.partials[param]))
                         if s.rule.name in _KEPT and arg.name in self.kept_sums:
                             # Its only use is the elementwise function that made
                             # the operand, whose adjoint multiplies it into a
@@ -88,7 +88,8 @@ class Statements:
                             # adding a vector to it): sum the cotangent's rows
                             # first, a vector-matrix product instead of a
                             # matrix product.
-                            template = _parse("rt.matmul(rt.sum(g, axis=0), np.transpose(x2))")
+                            template = parse_template(
+                                "rt.matmul(rt.sum(g, axis=0), np.transpose(x2))")
                         if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
                             # The reduction's adjoint reads its operand for the
                             # shape alone: the operand of the elementwise function
