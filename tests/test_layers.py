@@ -2,7 +2,7 @@
 
 Every ``import`` in ``s2s_ad/`` and ``runtime/`` -- at module level and
 inside functions -- is an edge from the importing module to the module it
-names.  Each module belongs to one layer (:data:`LAYERS`, bottom first); an
+names.  A name starting with ``_`` is imported only within its own package.  Each module belongs to one layer (:data:`LAYERS`, bottom first); an
 edge may point to the same layer or below, never above, and the graph of
 modules has no cycle (within a layer too).  There is no list of exceptions.
 
@@ -133,6 +133,31 @@ def test_no_import_cycle():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def private_imports(mods):
+    """``from X import _name`` where X is in another package than the importer
+    (a module's private helpers are its package's business)."""
+    out = []
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.ImportFrom) and node.level):
+                continue
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1]
+            source = ".".join(base + ([node.module] if node.module else []))
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                if private and f"{source}.{a.name}" not in mods and \
+                        source.split(".")[:2] != name.split(".")[:2]:
+                    out.append(f"{path.relative_to(ROOT)}:{node.lineno}: {a.name} from {source}")
+    return out
+
+
+def test_no_private_name_crosses_a_package():
+    found = private_imports(modules())
+    assert not found, "private names imported from another package:\n" + "\n".join(found)
+
+
 def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path, monkeypatch):
     """The walker is not blind: a function-local upward import and a cycle are found."""
     pkg = tmp_path / "s2s_ad"
@@ -144,12 +169,14 @@ def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path, monkeypatch):
     (pkg / "api" / "__init__.py").write_text("")
     (pkg / "api" / "core.py").write_text("from . import other\n")
     (pkg / "api" / "other.py").write_text("from .core import x\n")
+    (pkg / "api" / "third.py").write_text("from ..ir import _hidden\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     mods = modules()
     graph = edges(mods)
     assert ("s2s_ad.ir", "s2s_ad.api.core") in graph
     assert layer_of("s2s_ad.api.core") > layer_of("s2s_ad.ir")
     assert cycles(mods, graph) == [["s2s_ad.api.core", "s2s_ad.api.other"]]
+    assert private_imports(mods) == ["s2s_ad/api/third.py:1: _hidden from s2s_ad.ir"]
 
 
 if __name__ == "__main__":
