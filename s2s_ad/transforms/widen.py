@@ -436,7 +436,7 @@ def _lanes(body, families, ranks, names, after):
         rest = body[last + 1:]
         for s in rest:
             if isinstance(s, (ast.For, ast.While)):
-                _ToLanes(index, lanes).visit(s)
+                _ToLanes(index, lanes, ranks.get(base)).visit(s)
         read = codegen.read_names(rest)
         made += [_statement(f"{c} = {lanes}[..., {q}]") for q, c in enumerate(copies)
                  if c in read or base in after]
@@ -504,19 +504,26 @@ def _scalar_index(index, ranks):
 
 
 class _ToLanes(ast.NodeTransformer):
-    """``copy_q[idx]`` -> ``lanes[idx, ..., q]``."""
+    """``copy_q[idx]`` -> ``lanes[idx, ..., q]``, or ``lanes[idx, q]`` when ``idx``
+    picks one element of a copy of rank ``rank``.
 
-    def __init__(self, index, lanes):
-        self.index, self.lanes = index, lanes
+    The element form matters: NumPy's ``lanes[i, ..., q]`` is a 0-d *view*
+    where ``copy_q[i]`` was a number, so ``g = lanes[i, ..., q]`` followed by
+    ``lanes[i, ..., q] = 0.0`` would zero ``g`` too (Numba returns a number
+    either way; the NumPy module runs first under tiered compilation)."""
+
+    def __init__(self, index, lanes, rank):
+        self.index, self.lanes, self.rank = index, lanes, rank
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if isinstance(node.value, ast.Name) and node.value.id in self.index:
             q = self.index[node.value.id]
             idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            element = len(idx) == self.rank and not any(isinstance(e, ast.Slice) for e in idx)
             node.value = ast.Name(self.lanes, ast.Load())
-            node.slice = ast.Tuple(list(idx) + [ast.Constant(Ellipsis), ast.Constant(q)],
-                                   ast.Load())
+            rest = [ast.Constant(q)] if element else [ast.Constant(Ellipsis), ast.Constant(q)]
+            node.slice = ast.Tuple(list(idx) + rest, ast.Load())
         return node
 
 
