@@ -9,6 +9,7 @@ numba.extending.overload, so the same names work inside @numba.njit code.
 from . import (  # noqa: F401
     _nb_einsum,
     _nb_elementwise,
+    _nb_fft,
     _nb_linalg,
     _nb_matfun,
     _nb_plumbing,
@@ -18,6 +19,7 @@ from . import (  # noqa: F401
     _nb_shapes,
     _nb_special,
 )
+from . import fft as _fft
 from . import linalg as _linalg
 from . import scans as _scans
 from . import special as _special
@@ -126,3 +128,6 @@ globals().update((_n, getattr(_scans, _n)) for _n in _scans.EXPORTS)
 __all__ += list(_scans.EXPORTS)
 globals().update((_n, getattr(_special, _n)) for _n in _special.EXPORTS)
 __all__ += list(_special.EXPORTS)
+# np.fft and the cotangents of np.real / np.imag / np.conj.
+globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
+__all__ += list(_fft.EXPORTS)

@@ -693,7 +693,7 @@ class Lowerer:
             if item is None:
                 raise self.error(node, f"{value.container.__name__} has no field '{node.attr}'")
             return item
-        rule = _ATTRIBUTES.get(node.attr)
+        rule = _ATTRIBUTES.get(node.attr) or rules.ATTRIBUTES.get(node.attr)
         if rule is None:
             self._unknown_call_first(value, node)
             raise self.error(node, f"attribute '.{node.attr}' of an array is not supported")
@@ -701,7 +701,7 @@ class Lowerer:
 
     def _unknown_call_first(self, value, node):
         """An unsupported attribute of the result of a call with no rule
-        (``np.fft.fft(x).real``): report the call, the first thing to fix."""
+        (``np.fft.hfft(x).flat``): report the call, the first thing to fix."""
         made = next((s for s in reversed(self.body) if isinstance(s, Prim) and
                      isinstance(value, Var) and value.name in s.targets), None)
         if made is not None and made.rule.unknown:

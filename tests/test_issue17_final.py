@@ -118,8 +118,8 @@ def test_unsupported_call_is_reported_before_its_attribute():
     with pytest.raises(ad.NonDifferentiableError) as e:
         ad.grad(lib.unsupported_fft)(X[0])
     msg = str(e.value)
-    assert "np.fft.fft()" in msg and UNSUPPORTED["np.fft.fft"] in msg
-    assert msg.index("np.fft.fft") < msg.index(".real")
+    assert "np.fft.hfft()" in msg and UNSUPPORTED["np.fft.hfft"] in msg
+    assert msg.index("np.fft.hfft") < msg.index(".flat")
     assert e.value.filename.endswith("library_cases.py")
 
 

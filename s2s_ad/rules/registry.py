@@ -26,6 +26,7 @@ RULES: dict = {}        # canonical name -> Rule
 _BY_OBJECT: dict = {}   # id(python object) -> Rule
 METHODS: dict = {}      # array method name -> canonical rule name
 OPERATORS: dict = {}    # ast operator class -> canonical rule name
+ATTRIBUTES: dict = {}   # array attribute name (``x.real``) -> canonical rule name
 
 
 @dataclass
@@ -111,8 +112,9 @@ def _parse(expr):
     return _PARSED[expr]
 
 
-def register(rule, *objects, methods=(), operator=None):
-    """Add ``rule``; ``objects`` are the Python callables that denote it."""
+def register(rule, *objects, methods=(), operator=None, attribute=None):
+    """Add ``rule``; ``objects`` are the Python callables that denote it,
+    ``attribute`` an array attribute that reads it (``x.real``)."""
     if rule.name in RULES:
         raise ValueError(f"rule {rule.name} declared twice")
     RULES[rule.name] = rule
@@ -125,6 +127,8 @@ def register(rule, *objects, methods=(), operator=None):
         METHODS[m] = rule.name
     if operator is not None:
         OPERATORS[operator] = rule.name
+    if attribute is not None:
+        ATTRIBUTES[attribute] = rule.name
     return rule
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import library
 from . import RULES, lookup
-from .registry import METHODS, OPERATORS
+from .registry import ATTRIBUTES, METHODS, OPERATORS
 
 # -- functions without a rule, and why ---------------------------------------------
 
@@ -29,7 +29,6 @@ _CUSTOM = "no rule yet: write it from ruled functions, or give it one with @ad.c
 _INTEGER = "integer operation; usable off the differentiated path"
 _BOOLEAN = ("zero derivative but not declared non-differentiable yet; usable off the "
             "differentiated path")
-_COMPLEX = "complex numbers are not differentiable values"
 _DATA = "output shape depends on the data: neither Numba nor reverse mode can type it"
 
 
@@ -44,7 +43,6 @@ UNSUPPORTED = {
     "np.bitwise_right_shift": _INTEGER, "np.bitwise_xor": _INTEGER, "np.invert": _INTEGER,
     "np.left_shift": _INTEGER, "np.right_shift": _INTEGER, "np.gcd": _INTEGER,
     "np.lcm": _INTEGER,
-    "np.conj": _COMPLEX, "np.conjugate": _COMPLEX,
     "np.isnat": "datetime values are not supported",
     "np.signbit": _BOOLEAN,
     "np.ldexp": _easy("2**x2 for x1; x2 is an integer"),
@@ -77,10 +75,9 @@ UNSUPPORTED = {
     "np.nonzero": _DATA, "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
     "np.i0": _easy("scipy.special.i1(x)"),
-    # np.fft: complex results
-    **{f"np.fft.{n}": "complex-valued result: np.fft has no derivative rule yet"
-       for n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "rfft2",
-                 "irfft2", "rfftn", "irfftn", "hfft", "ihfft")},
+    # np.fft: the Hermitian-input pair (the others are ruled, s2s_ad/rules/fft.py)
+    **{f"np.fft.{n}": "no rule yet: Hermitian-input transform (np.fft.irfft / rfft of the "
+       "conjugate are ruled)" for n in ("hfft", "ihfft")},
 }
 
 
@@ -175,8 +172,8 @@ def _spellings(rule):
     out += [f"`{_OP_SYMBOL[op.__name__]}`" for op, name in OPERATORS.items() if name == rule.name]
     out += [f"`x.{m}()`" for m, name in METHODS.items() if name == rule.name
             and not m.startswith("__")]
-    out += [f"`x.{a}`" for a, name in getattr(anf, "_ATTRIBUTES", {}).items()
-            if name == rule.name and a != "dtype"]
+    attributes = {**getattr(anf, "_ATTRIBUTES", {}), **ATTRIBUTES}
+    out += [f"`x.{a}`" for a, name in attributes.items() if name == rule.name and a != "dtype"]
     out += [f"`{b.__name__}()`" for b, name in getattr(anf, "_BUILTINS", {}).items()
             if name == rule.name]
     if rule.name in _SYNTAX:
