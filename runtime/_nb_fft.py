@@ -5,7 +5,7 @@ NumPy's pocketfft) in object mode, its result typed at compile time from the
 operand types (rank kept; complex64/float32 for single-precision operands,
 as NumPy 2 gives).  The call costs a few microseconds of object-mode
 transition on top of the transform; it does not run on the CUDA target.
-``real_grad``, ``imag_grad``, ``conj_grad``, ``abs_jvp`` and ``abs_partial``
+``real_grad``, ``imag_grad``, ``conj_grad``, ``abs_vjp``, ``abs_jvp`` and ``abs_second``
 are nopython code specialised on whether the operand is complex.
 """
 
@@ -82,6 +82,8 @@ for _n in ("fft", "ifft", "rfft", "irfft"):
     _DEFAULTS[_n + "n"] = _DEFAULTS[_n + "n_grad"] = _AXES
     _objmode(_n, ["a", "n", "axis", "norm"], lambda a, _n=_n: _primal_dtype(_n, a), 0)
     _objmode(_n + "n", ["a", "s", "axes", "norm"], lambda a, _n=_n: _primal_dtype(_n, a), 0)
+    _DEFAULTS[_n + "2"] = [None, (-2, -1), None]
+    _objmode(_n + "2", ["a", "s", "axes", "norm"], lambda a, _n=_n: _primal_dtype(_n, a), 0)
     _objmode(_n + "_grad", ["g", "a", "n", "axis", "norm"],
              lambda g, a, _n=_n: _grad_dtype(_n, g, a), 1)
     _objmode(_n + "n_grad", ["g", "a", "s", "axes", "norm"],
@@ -103,20 +105,20 @@ def _is_complex(ty):
 @overload(fft.real_grad)
 def _real_grad(g, val):
     if not _is_complex(val):
-        return lambda g, val: g
+        return lambda g, val: np.real(g)
     if isinstance(val, types.Array):
-        return compile_impl(f"def impl(g, val):\n    return (g + 0j).astype("
+        return compile_impl(f"def impl(g, val):\n    return (np.real(g) + 0j).astype("
                             f"{dtype_src(np_dtype(val))})")
-    return lambda g, val: complex(g)
+    return lambda g, val: complex(np.real(g))
 
 
 @overload(fft.imag_grad)
 def _imag_grad(g, val):
     if _is_complex(val):
         if isinstance(val, types.Array):
-            return compile_impl(f"def impl(g, val):\n    return (-1j * g).astype("
+            return compile_impl(f"def impl(g, val):\n    return (-1j * np.real(g)).astype("
                                 f"{dtype_src(np_dtype(val))})")
-        return lambda g, val: -1j * g
+        return lambda g, val: -1j * np.real(g)
     if isinstance(val, types.Array):
         return compile_impl(f"def impl(g, val):\n    return np.zeros(val.shape, "
                             f"{dtype_src(grad_dtype(val))})")
@@ -156,17 +158,17 @@ def _abs_second(x):
     return lambda x: 0.0
 
 
-@overload(fft.abs_partial)
-def _abs_partial(x):
+@overload(fft.abs_vjp)
+def _abs_vjp(c, x):
     if _is_complex(x):
         if isinstance(x, types.Array):
-            def impl(x):
+            def impl(c, x):
                 m = np.abs(x)
-                return np.conj(x) / (m + (m == 0))
+                return np.real(c) * np.conj(x) / (m + (m == 0))
             return impl
 
-        def scalar(x):
+        def scalar(c, x):
             m = abs(x)
-            return x.conjugate() / (m if m != 0 else 1.0)
+            return np.real(c) * x.conjugate() / (m if m != 0 else 1.0)
         return scalar
-    return lambda x: np.sign(x)
+    return lambda c, x: np.sign(x) * c

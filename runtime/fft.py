@@ -103,22 +103,42 @@ def irfft(a, n=None, axis=-1, norm=None):
 
 
 def fftn(a, s=None, axes=None, norm=None):
-    """np.fft.fftn (np.fft.fft2 is this with axes=(-2, -1))."""
+    """np.fft.fftn."""
     return np.fft.fftn(a, s, axes, norm)
 
 
 def ifftn(a, s=None, axes=None, norm=None):
-    """np.fft.ifftn (np.fft.ifft2 is this with axes=(-2, -1))."""
+    """np.fft.ifftn."""
     return np.fft.ifftn(a, s, axes, norm)
 
 
 def rfftn(a, s=None, axes=None, norm=None):
-    """np.fft.rfftn (np.fft.rfft2 is this with axes=(-2, -1))."""
+    """np.fft.rfftn."""
     return np.fft.rfftn(a, s, axes, norm)
 
 
 def irfftn(a, s=None, axes=None, norm=None):
-    """np.fft.irfftn (np.fft.irfft2 is this with axes=(-2, -1))."""
+    """np.fft.irfftn."""
+    return np.fft.irfftn(a, s, axes, norm)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    """np.fft.fft2."""
+    return np.fft.fftn(a, s, axes, norm)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    """np.fft.ifft2."""
+    return np.fft.ifftn(a, s, axes, norm)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    """np.fft.rfft2."""
+    return np.fft.rfftn(a, s, axes, norm)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    """np.fft.irfft2."""
     return np.fft.irfftn(a, s, axes, norm)
 
 
@@ -235,16 +255,22 @@ def ifftshift_grad(g, x, axes=None):
 # -- complex plumbing ---------------------------------------------------------------------
 
 def real_grad(g, val):
-    """Cotangent of ``val`` in ``np.real(val)``: g (as a complex value for complex val)."""
+    """Cotangent of ``val`` in ``np.real(val)``: Re(g) (as a complex value for complex val).
+
+    The cotangent of a real value can carry an imaginary part where it met a
+    complex one in a product whose shapes matched at compile time (no
+    :func:`unbroadcast` in between); its real part is the cotangent, so
+    every rule taking a real result back to a complex operand reads Re(g).
+    """
     if np.iscomplexobj(val):
-        return np.asarray(g) + 0j if np.ndim(val) else complex(g)
-    return g
+        return np.real(g) + 0j if np.ndim(val) else complex(np.real(g))
+    return np.real(g)
 
 
 def imag_grad(g, val):
     """Cotangent of ``val`` in ``np.imag(val)``: ``-1j * g``; zero for a real val."""
     if np.iscomplexobj(val):
-        return -1j * np.asarray(g) if np.ndim(val) else -1j * g
+        return -1j * np.real(g)
     return np.zeros_like(val, dtype=grad_dtype(val)) if np.ndim(val) else 0.0
 
 
@@ -264,17 +290,17 @@ def abs_jvp(t, x):
     return np.sign(x) * t
 
 
-def abs_partial(x):
-    """np.abs's partial in reverse mode: sign(x), and conj(x) / |x| for complex x
-    (JAX's cotangent convention; 0 at 0)."""
+def abs_vjp(c, x):
+    """Cotangent of ``x`` in ``np.abs(x)`` for the result's cotangent ``c``: sign(x) c,
+    and Re(c) conj(x) / |x| for complex x (JAX's convention; 0 at 0)."""
     if np.iscomplexobj(x):
         m = np.abs(x)
-        return np.conj(x) / (m + (m == 0))
-    return np.sign(x)
+        return np.real(c) * np.conj(x) / (m + (m == 0))
+    return np.sign(x) * c
 
 
 def abs_second(x):
-    """The derivative of :func:`abs_partial`: zero for real x (sign is locally
+    """The derivative of :func:`abs_vjp` and :func:`abs_jvp` in x: zero for real x (sign is locally
     constant); complex x has no second derivative rule here."""
     if np.iscomplexobj(x):
         raise NotImplementedError("second derivatives of np.abs of a complex value are not "
@@ -282,7 +308,8 @@ def abs_second(x):
     return np.zeros_like(x, dtype=grad_dtype(x)) if np.ndim(x) else 0.0
 
 
-EXPORTS = ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn", "fftshift",
+EXPORTS = ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
+           "rfft2", "irfft2", "fftshift",
            "ifftshift", "fft_grad", "ifft_grad", "rfft_grad", "irfft_grad", "fftn_grad",
            "ifftn_grad", "rfftn_grad", "irfftn_grad", "fftshift_grad", "ifftshift_grad",
-           "real_grad", "imag_grad", "conj_grad", "abs_jvp", "abs_partial", "abs_second")
+           "real_grad", "imag_grad", "conj_grad", "abs_jvp", "abs_vjp", "abs_second")

@@ -52,12 +52,12 @@ _UNARY = {
 for _fn, (_partial, _dom) in _UNARY.items():
     _obj = getattr(np, _fn)
     elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom)
-# |x|: sign(x) for real x; for complex x its cotangent is g conj(x) / |x| (JAX's
-# convention) and its tangent Re(conj(x) dx) / |x|, a real number: not a partial
-# times dx, so the JVP is declared (runtime/fft.py).
+# |x|: partial sign(x) for real x.  For complex x its cotangent is Re(g) conj(x) / |x|
+# (JAX's convention) and its tangent Re(conj(x) dx) / |x|, a real number: neither is
+# a partial times the other, so both are declared (runtime/fft.py).
 register(Rule(name="np.abs", params=("x",), operands=("x",), emit="np.abs",
-              partials={"x": "rt.abs_partial(x)"}, jvp={"x": "rt.abs_jvp(dx, x)"}),
-         np.abs, methods=("__abs__",))
+              partials={"x": "np.sign(x)"}, vjp={"x": "rt.abs_vjp(g, x)"},
+              jvp={"x": "rt.abs_jvp(dx, x)"}), np.abs, methods=("__abs__",))
 
 elementwise("np.arctan2", np.arctan2, ("x1", "x2"),
             {"x1": "x2 / (x1 * x1 + x2 * x2)", "x2": "-x1 / (x1 * x1 + x2 * x2)"})

@@ -74,7 +74,7 @@ for _n in ("fft", "ifft", "rfft", "irfft"):
 for _n in ("fft", "ifft", "rfft", "irfft"):
     _declare(f"np.fft.{_n}n", getattr(np.fft, f"{_n}n"), f"rt.{_n}n", "axes", None,
              f"rt.{_n}n_grad")
-    _declare(f"np.fft.{_n}2", getattr(np.fft, f"{_n}2"), f"rt.{_n}n", "axes", (-2, -1),
+    _declare(f"np.fft.{_n}2", getattr(np.fft, f"{_n}2"), f"rt.{_n}2", "axes", (-2, -1),
              f"rt.{_n}n_grad")
 
 for _n, _back in (("fftshift", "ifftshift"), ("ifftshift", "fftshift")):
@@ -109,13 +109,14 @@ def _internal(rule):
     return rule
 
 
-#: np.abs's partial: sign(x), or conj(x) / |x| for complex x.  Its own derivative
-#: is zero for real x; for complex x it raises (no second derivative of |z|).
-_internal(Rule(name="rt.abs_partial", params=("x",), operands=("x",), emit="rt.abs_partial",
-               partials={"x": "rt.abs_second(x)"}))
+#: np.abs's cotangent and tangent (np.abs is declared in elementwise.py): each is the
+#: other's transpose in its first operand; their derivative in x is zero for real x
+#: (rt.abs_second raises for complex x: no second derivative of |z| here).
+_internal(Rule(name="rt.abs_vjp", params=("c", "x"), operands=("c", "x"), emit="rt.abs_vjp",
+               vjp={"c": "rt.abs_jvp(g, x)", "x": "g * rt.abs_second(x)"},
+               jvp={"c": "rt.abs_vjp(dc, x)", "x": "rt.abs_second(x) * dx"}))
+_internal(Rule(name="rt.abs_jvp", params=("t", "x"), operands=("t", "x"), emit="rt.abs_jvp",
+               vjp={"t": "rt.abs_vjp(g, x)", "x": "g * rt.abs_second(x)"},
+               jvp={"t": "rt.abs_jvp(dt, x)", "x": "rt.abs_second(x) * dx"}))
 _internal(Rule(name="rt.abs_second", params=("x",), operands=("x",), emit="rt.abs_second",
                nondiff=True))
-#: np.abs's tangent: linear in the tangent t, zero derivative in x for real x.
-_internal(Rule(name="rt.abs_jvp", params=("t", "x"), operands=("t", "x"), emit="rt.abs_jvp",
-               vjp={"t": "g * rt.abs_partial(x)", "x": "g * rt.abs_second(x)"},
-               jvp={"t": "rt.abs_jvp(dt, x)", "x": "rt.abs_second(x) * dx"}))

@@ -90,9 +90,11 @@ class Rule:
         For broadcasting rules, ``reduce`` says how the cotangent comes back
         to the operand's shape: ``"unbroadcast"`` (shape known at run time),
         ``"sum"`` (a scalar operand of an array result) or ``None`` (the
-        operand already has the output's shape).
+        operand already has the output's shape).  An elementwise rule whose
+        cotangent is not ``g`` times a partial (``np.abs`` of a complex value)
+        declares it in ``vjp``, which then comes first.
         """
-        if operand in self.partials:
+        if operand in self.partials and operand not in self.vjp:
             expr = f"g * ({self.partials[operand]})"
             if self.broadcast and reduce == "unbroadcast":
                 expr = f"rt.unbroadcast({expr}, {operand})"
