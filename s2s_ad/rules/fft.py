@@ -16,8 +16,8 @@ counted from the end (a leading batch axis is then never transformed).
 import numpy as np
 
 from ..ir import Const, Tup
-from .linalg import batch_loop
 from .internal import INTERNAL
+from .linalg import batch_loop
 from .registry import Rule, register
 
 

@@ -114,7 +114,7 @@ def unsupported_fft(x):
 
 
 def no_rule(x):
-    return np.sum(np.i0(x))
+    return np.sum(np.spacing(x))
 
 
 def jit_cases(x):
