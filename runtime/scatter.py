@@ -10,6 +10,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from ._nbutil import compile_impl
+
 
 def index_add(b, index, g):
     """``b[index] += g``, counting repeated indices once each."""
@@ -26,6 +28,8 @@ def _index_add(b, index, g):
         return basic
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
         return _mask_add(b, index, g)
+    if _array_tuple(index, b):
+        return _tuple_add(index, g)
     if not (isinstance(index, types.Array) and index.ndim == 1
             and isinstance(index.dtype, types.Integer)):
         raise TypingError("s2s_ad: under ad.jit, differentiating x[idx] with an index array "
@@ -40,6 +44,32 @@ def _index_add(b, index, g):
             for k in range(index.shape[0]):
                 b[index[k]] += g
     return impl
+
+
+def _array_tuple(index, b):
+    """An index of 1-D integer arrays (one per leading axis, at least one) and integers."""
+    return isinstance(index, types.BaseTuple) and len(index) <= b.ndim and all(
+        isinstance(t, types.Integer) or (isinstance(t, types.Array) and t.ndim == 1 and
+                                         isinstance(t.dtype, types.Integer)) for t in index) \
+        and any(isinstance(t, types.Array) for t in index)
+
+
+def _tuple_positions(index):
+    """Source of the k-th position an array-tuple index reads: ``index[0][k], index[1]``."""
+    first = next(i for i, t in enumerate(index) if isinstance(t, types.Array))
+    parts = [f"index[{i}][k]" if isinstance(t, types.Array) else f"index[{i}]"
+             for i, t in enumerate(index)]
+    return first, ", ".join(parts)
+
+
+def _tuple_add(index, g):
+    """``b[rows, cols] += g`` adding every repeat: a loop over the index arrays."""
+    first, pos = _tuple_positions(index)
+    value = "g[k]" if isinstance(g, types.Array) else "g"
+    src = ("def impl(b, index, g):\n"
+           f"    for k in range(index[{first}].shape[0]):\n"
+           f"        b[{pos}] += {value}\n")
+    return compile_impl(src)
 
 
 def _mask_add(b, mask, g):
@@ -125,6 +155,17 @@ def _written(b, index):
         return lambda b, index: b[index].copy()
     if isinstance(index, types.Array) and isinstance(index.dtype, types.Boolean):
         return lambda b, index: b[index]              # a mask selects each position once
+    if _array_tuple(index, b):
+        first, pos = _tuple_positions(index)
+        src = ("def impl(b, index):\n"
+               "    part = b[index]\n"
+               f"    seen = np.zeros(b.shape[:{len(index)}], np.bool_)\n"
+               f"    for k in range(index[{first}].shape[0] - 1, -1, -1):\n"
+               f"        if seen[{pos}]:\n"
+               "            part[k] = 0\n"
+               f"        seen[{pos}] = True\n"
+               "    return part\n")
+        return compile_impl(src)
     if not (isinstance(index, types.Array) and index.ndim == 1
             and isinstance(index.dtype, types.Integer)):
         raise TypingError("s2s_ad: under ad.jit, differentiating x[idx] = v with an index "

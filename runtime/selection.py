@@ -24,4 +24,15 @@ def _argpartition(a, kth, axis=-1):
     return impl
 
 
-EXPORTS = ("argpartition",)
+
+
+
+def nonzero_axis(a, axis):
+    """``np.nonzero(a)[axis]``: the positions of the true elements along one axis."""
+    return np.nonzero(a)[axis]
+
+
+@overload(nonzero_axis)
+def _nonzero_axis(a, axis):
+    return lambda a, axis: np.nonzero(a)[axis]
+EXPORTS = ("argpartition", "nonzero_axis")

@@ -1,4 +1,5 @@
-"""In-place scatters and selection: ``np.add.at``, ``np.put``, ``np.partition``.
+"""In-place scatters and selection: ``np.add.at``, ``np.put``, ``np.partition``,
+``np.nonzero`` (and ``np.where`` with one argument).
 
 ``np.add.at(a, idx, b)`` and ``np.put(a, ind, v)`` write into ``a``: each is
 lowered as ``a[:] = <the new array>``, the new array computed by one
@@ -13,7 +14,13 @@ import numpy as np
 
 from .. import runtime as _rt
 from ._axes import unsupported
-from .registry import implements
+from .registry import implements, static
+
+
+@static
+def _one_to_three_axes(ndim):
+    raise ValueError(f"np.nonzero/np.where of a {ndim}-D array: 1 to 3 dimensions are "
+                     f"supported (the number of dimensions must be known)")
 
 
 @implements(np.add.at, name="np.add.at")
@@ -39,4 +46,18 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         result = np.take_along_axis(flat, np.argpartition(flat, kth), 0)
     else:
         result = np.take_along_axis(a, np.argpartition(a, kth, axis), axis)
+    return result
+
+
+@implements(np.nonzero)
+def nonzero(a):
+    """One index array per axis (``np.where(a)`` with one argument is this too)."""
+    if np.ndim(a) == 1:
+        result = (_rt.nonzero_axis(a, 0),)
+    elif np.ndim(a) == 2:
+        result = (_rt.nonzero_axis(a, 0), _rt.nonzero_axis(a, 1))
+    elif np.ndim(a) == 3:
+        result = (_rt.nonzero_axis(a, 0), _rt.nonzero_axis(a, 1), _rt.nonzero_axis(a, 2))
+    else:
+        result = _one_to_three_axes(np.ndim(a))
     return result

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import runtime as rt
 from .internal import INTERNAL
-from .registry import _BY_OBJECT, Rule, elementwise, register
+from .registry import _BY_OBJECT, RULES, Rule, elementwise, register
 from .scans import _scan_rank, batch_axis
 
 elementwise("np.i0", np.i0, ("x",), {"x": "rt.i1(x)"}, emit="rt.i0")
@@ -55,3 +55,20 @@ _scatter(Rule(name="rt.put_grad", params=("c", "ind", "v", "mode"), operands=("c
 register(Rule(name="np.argpartition", params=("a", "kth", "axis"), operands=("a",),
               emit="rt.argpartition", defaults={"axis": -1}, nondiff=True, rank=_scan_rank,
               batch=batch_axis), np.argpartition)
+
+# np.nonzero(a) / np.where(a): one index array per axis, each one primitive (no derivative;
+# usable inside differentiated code as an index).  np.nonzero: library/indexing.py.
+_scatter(Rule(name="rt.nonzero_axis", params=("a", "axis"), operands=("a",),
+              emit="rt.nonzero_axis", nondiff=True, rank=lambda args, params: 1),
+         rt.nonzero_axis)
+
+
+def _where_forms(args, kwargs):
+    """``np.where(condition)`` alone is ``np.nonzero(condition)``."""
+    if len(args) + len(kwargs) == 1:
+        from .. import library
+        return library.lookup(np.nonzero)
+    return None
+
+
+RULES["np.where"].forms = _where_forms

@@ -68,6 +68,7 @@ class Rule:
     batch: Any = None                 # (vectorizer, statement, body) -> emits the batched form
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
+    forms: Any = None                 # (args, kwargs) -> a library function for that call form
 
     def __post_init__(self):
         if self.vjp and not self.linear and set(self.jvp) != set(self.vjp):

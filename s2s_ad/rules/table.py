@@ -72,7 +72,7 @@ UNSUPPORTED = {
     "np.all": _BOOLEAN, "np.any": _BOOLEAN, "np.count_nonzero": _BOOLEAN,
     "np.isclose": _BOOLEAN, "np.allclose": _BOOLEAN, "np.array_equal": _BOOLEAN,
     "np.searchsorted": _BOOLEAN, "np.digitize": _BOOLEAN,
-    "np.nonzero": _DATA, "np.unique": _DATA, "np.argwhere": _DATA,
+    "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
     # np.fft: the Hermitian-input pair (the others are ruled, s2s_ad/rules/fft.py)
     **{f"np.fft.{n}": "no rule yet: Hermitian-input transform (np.fft.irfft / rfft of the "
