@@ -468,6 +468,11 @@ ARRAY_PROGRAMS = {
     "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
                    ("method-vector", {"x": (None, V)}, "x * x.argsort()", ()),
                    ("axis0-matrix", {"x": (None, M)}, "x * np.argsort(x, axis=0)", NB)],
+    # Only the kth position of a partition is specified: the programs read it.
+    "np.argpartition": [
+        ("vector", {"x": (None, V)}, "x[np.argpartition(x, 2)[2]] * x", NB),
+        ("axis0-matrix", {"x": (None, M)},
+         "np.take_along_axis(x, np.argpartition(x, 1, axis=0), 0)[1] * x[0]", ())],
     "dtype": [("vector", {"x": (None, V)}, "x * np.ones_like(x, dtype=x.dtype)", NB)],
     # Writes into an array.  Never into an argument: finite differences
     # call the function again.

@@ -25,21 +25,21 @@ def _one_to_three_axes(ndim):
 
 @implements(np.add.at, name="np.add.at")
 def add_at(a, indices, b=None):
-    """``a[:] = rt.add_at(a, indices, b)``: a's new values, every repeat added."""
+    """`a[:] = rt.add_at(a, indices, b)`: a's new values, every repeat added."""
     a[:] = _rt.add_at(a, indices, b)
     return None
 
 
 @implements(np.put)
 def put(a, ind, v, mode="raise"):
-    """``a[:] = rt.put_into(a, ind, v, mode)``: the last write of a position wins."""
+    """`a[:] = rt.put_into(a, ind, v, mode)`: the last write of a position wins."""
     a[:] = _rt.put_into(a, ind, v, mode)
     return None
 
 
 @implements(np.partition)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
-    """``np.take_along_axis`` through ``np.argpartition``."""
+    """`np.take_along_axis` through `np.argpartition`."""
     _ = unsupported(order=order)
     if axis is None:
         flat = np.ravel(a)
@@ -51,7 +51,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
 
 @implements(np.nonzero)
 def nonzero(a):
-    """One index array per axis (``np.where(a)`` with one argument is this too)."""
+    """One index array per axis (`np.where(a)` with one argument is this too)."""
     if np.ndim(a) == 1:
         result = (_rt.nonzero_axis(a, 0),)
     elif np.ndim(a) == 2:

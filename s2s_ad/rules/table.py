@@ -191,7 +191,10 @@ def derivative(rule):
     parts = []
     for p in rule.operands:
         if p in rule.partials:
-            parts.append(f"∂/∂{p}: {_code(rule.partials[p])}")
+            text = f"∂/∂{p}: {_code(rule.partials[p])}"
+            if p in rule.vjp:          # declared where g * partial is not the cotangent
+                text += f"; cotangent {_code(rule.vjp[p])}"
+            parts.append(text)
         elif p in rule.vjp:
             spec = rule.vjp[p]
             if callable(spec):
