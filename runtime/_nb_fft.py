@@ -5,7 +5,7 @@ NumPy's pocketfft) in object mode, its result typed at compile time from the
 operand types (rank kept; complex64/float32 for single-precision operands,
 as NumPy 2 gives).  The call costs a few microseconds of object-mode
 transition on top of the transform; it does not run on the CUDA target.
-``real_grad``, ``imag_grad``, ``conj_grad``, ``abs_vjp``, ``abs_jvp`` and ``abs_second``
+``real_grad``, ``imag_grad``, ``conj_grad``, ``abs_vjp``, ``abs_jvp`` and ``abs_curv``
 are nopython code specialised on whether the operand is complex.
 """
 
@@ -148,14 +148,18 @@ def _abs_jvp(t, x):
     return lambda t, x: np.sign(x) * t
 
 
-@overload(fft.abs_second)
-def _abs_second(x):
+@overload(fft.abs_curv)
+def _abs_curv(a, b, x):
     if _is_complex(x):
-        raise TypingError("second derivatives of np.abs of a complex value are not supported")
+        def impl(a, b, x):
+            m = np.abs(x)
+            m = m + (m == 0)
+            return np.real(a) * (np.conj(b) - np.conj(x) * np.real(np.conj(x) * b) / (m * m)) / m
+        return impl
     if isinstance(x, types.Array):
-        return compile_impl(f"def impl(x):\n    return np.zeros(x.shape, "
+        return compile_impl(f"def impl(a, b, x):\n    return np.zeros(x.shape, "
                             f"{dtype_src(grad_dtype(x))})")
-    return lambda x: 0.0
+    return lambda a, b, x: 0.0
 
 
 @overload(fft.abs_vjp)

@@ -299,17 +299,20 @@ def abs_vjp(c, x):
     return np.sign(x) * c
 
 
-def abs_second(x):
-    """The derivative of :func:`abs_vjp` and :func:`abs_jvp` in x: zero for real x (sign is locally
-    constant); complex x has no second derivative rule here."""
-    if np.iscomplexobj(x):
-        raise NotImplementedError("second derivatives of np.abs of a complex value are not "
-                                  "supported")
-    return np.zeros_like(x, dtype=grad_dtype(x)) if np.ndim(x) else 0.0
+def abs_curv(a, b, x):
+    """The second-order term of |x| for complex x: ``Re(a) (conj(b) - conj(x)
+    Re(conj(x) b) / |x|^2) / |x|`` -- both the derivative in x of
+    ``abs_vjp(a, x)`` in direction b and its transpose applied to b (and, times
+    t, of ``abs_jvp(t, x)``).  Zero for real x (sign(x) is locally constant)."""
+    if not np.iscomplexobj(x):
+        return np.zeros(np.shape(x), dtype=grad_dtype(x)) if np.ndim(x) else 0.0
+    m = np.abs(x)
+    m = m + (m == 0)
+    return np.real(a) * (np.conj(b) - np.conj(x) * np.real(np.conj(x) * b) / (m * m)) / m
 
 
 EXPORTS = ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
            "rfft2", "irfft2", "fftshift",
            "ifftshift", "fft_grad", "ifft_grad", "rfft_grad", "irfft_grad", "fftn_grad",
            "ifftn_grad", "rfftn_grad", "irfftn_grad", "fftshift_grad", "ifftshift_grad",
-           "real_grad", "imag_grad", "conj_grad", "abs_jvp", "abs_vjp", "abs_second")
+           "real_grad", "imag_grad", "conj_grad", "abs_jvp", "abs_vjp", "abs_curv")

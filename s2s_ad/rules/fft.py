@@ -110,13 +110,33 @@ def _internal(rule):
 
 
 #: np.abs's cotangent and tangent (np.abs is declared in elementwise.py): each is the
-#: other's transpose in its first operand; their derivative in x is zero for real x
-#: (rt.abs_second raises for complex x: no second derivative of |z| here).
+#: other's transpose in its first operand; their derivatives in x are rt.abs_curv's
+#: (zero for real x), whose own derivatives have no rule (third derivatives of |z|).
 _internal(Rule(name="rt.abs_vjp", params=("c", "x"), operands=("c", "x"), emit="rt.abs_vjp",
-               vjp={"c": "rt.abs_jvp(g, x)", "x": "g * rt.abs_second(x)"},
-               jvp={"c": "rt.abs_vjp(dc, x)", "x": "rt.abs_second(x) * dx"}))
+               vjp={"c": "rt.abs_jvp(g, x)", "x": "rt.abs_curv(c, g, x)"},
+               jvp={"c": "rt.abs_vjp(dc, x)", "x": "rt.abs_curv(c, dx, x)"}))
 _internal(Rule(name="rt.abs_jvp", params=("t", "x"), operands=("t", "x"), emit="rt.abs_jvp",
-               vjp={"t": "rt.abs_vjp(g, x)", "x": "g * rt.abs_second(x)"},
-               jvp={"t": "rt.abs_jvp(dt, x)", "x": "rt.abs_second(x) * dx"}))
-_internal(Rule(name="rt.abs_second", params=("x",), operands=("x",), emit="rt.abs_second",
-               nondiff=True))
+               vjp={"t": "rt.abs_vjp(g, x)", "x": "rt.abs_curv(g, t, x)"},
+               jvp={"t": "rt.abs_jvp(dt, x)", "x": "np.real(t * rt.abs_curv(1.0, dx, x))"}))
+_internal(Rule(name="rt.abs_curv", params=("a", "b", "x"), operands=("a", "b", "x"),
+               emit="rt.abs_curv", nondiff=True, undiff=("a", "b", "x")))
+
+# The adjoints' own adjoints (second derivatives): each adjoint is linear in g, and its
+# transpose is the transform itself; the operand it is shaped like has no derivative.
+for _n in ("fft", "ifft", "rfft", "irfft"):
+    _internal(Rule(name=f"rt.{_n}_grad", params=("g", "a", "n", "axis", "norm"),
+                   operands=("g", "a"), emit=f"rt.{_n}_grad",
+                   defaults={"n": None, "axis": -1, "norm": None},
+                   vjp={"g": f"rt.{_n}(g, n, axis, norm)"}, linear=True, piecewise=("a",)))
+    _internal(Rule(name=f"rt.{_n}n_grad", params=("g", "a", "s", "axes", "norm"),
+                   operands=("g", "a"), emit=f"rt.{_n}n_grad",
+                   defaults={"s": None, "axes": None, "norm": None},
+                   vjp={"g": f"rt.{_n}n(g, s, axes, norm)"}, linear=True, piecewise=("a",)))
+for _n in ("fftshift", "ifftshift"):
+    _internal(Rule(name=f"rt.{_n}_grad", params=("g", "x", "axes"), operands=("g", "x"),
+                   emit=f"rt.{_n}_grad", defaults={"axes": None},
+                   vjp={"g": f"rt.{_n}(g, axes)"}, linear=True, piecewise=("x",)))
+for _n, _t in (("real", "np.real(g)"), ("imag", "np.imag(g)"), ("conj", "np.conj(g)")):
+    _operand = "x" if _n == "conj" else "val"
+    _internal(Rule(name=f"rt.{_n}_grad", params=("g", _operand), operands=("g", _operand),
+                   emit=f"rt.{_n}_grad", vjp={"g": _t}, linear=True, piecewise=(_operand,)))
