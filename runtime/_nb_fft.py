@@ -12,7 +12,7 @@ are nopython code specialised on whether the operand is complex.
 import numpy as np
 from numba import objmode, types  # noqa: F401  (objmode: named by the generated source)
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import from_dtype
 
 from . import fft
@@ -145,7 +145,9 @@ def _abs_jvp(t, x):
             m = abs(x)
             return (x.conjugate() * t).real / (m if m != 0 else 1.0)
         return scalar
-    return lambda t, x: np.sign(x) * t
+    if isinstance(x, types.Array):
+        return lambda t, x: np.sign(x) * t
+    return lambda t, x: _sign(x) * t
 
 
 @overload(fft.abs_curv)
@@ -175,4 +177,12 @@ def _abs_vjp(c, x):
             m = abs(x)
             return np.real(c) * x.conjugate() / (m if m != 0 else 1.0)
         return scalar
-    return lambda c, x: np.sign(x) * c
+    if isinstance(x, types.Array):
+        return lambda c, x: np.sign(x) * c
+    return lambda c, x: _sign(x) * c
+
+
+@register_jitable
+def _sign(x):
+    """np.sign of a real scalar, in plain comparisons (so it compiles for CUDA too)."""
+    return 1.0 if x > 0 else (-1.0 if x < 0 else (0.0 if x == 0 else x))
