@@ -9,6 +9,7 @@ numba.extending.overload, so the same names work inside @numba.njit code.
 from . import (  # noqa: F401
     _nb_einsum,
     _nb_elementwise,
+    _nb_fft,
     _nb_linalg,
     _nb_matfun,
     _nb_plumbing,
@@ -19,8 +20,11 @@ from . import (  # noqa: F401
     _nb_special,
 )
 from . import accumulate as _accumulate
+from . import bessel as _bessel
+from . import fft as _fft
 from . import linalg as _linalg
 from . import scans as _scans
+from . import selection as _selection
 from . import special as _special
 from .batching import broadcast_batch, lift, take, take_grad
 from .batching import broadcast_like as batch_broadcast_like
@@ -94,7 +98,7 @@ from .reductions import (
     sum_squares,
     times_kept,
 )
-from .scatter import index_add
+from .scatter import add_at, index_add, put_grad, put_into, take_at, written
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic
@@ -110,7 +114,8 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "clip",
     "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
-    "range_last", "snapshot", "index_add", "rows_like", "set_row", "lanes", "zeros_lanes",
+    "range_last", "snapshot", "index_add", "written", "add_at", "take_at", "put_into",
+    "put_grad", "rows_like", "set_row", "lanes", "zeros_lanes",
     "copy_into", "stack_like", "float_stack",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
@@ -131,3 +136,10 @@ globals().update((_n, getattr(_scans, _n)) for _n in _scans.EXPORTS)
 __all__ += list(_scans.EXPORTS)
 globals().update((_n, getattr(_special, _n)) for _n in _special.EXPORTS)
 __all__ += list(_special.EXPORTS)
+globals().update((_n, getattr(_selection, _n)) for _n in _selection.EXPORTS)
+__all__ += list(_selection.EXPORTS)
+globals().update((_n, getattr(_bessel, _n)) for _n in _bessel.EXPORTS)
+__all__ += list(_bessel.EXPORTS)
+# np.fft and the cotangents of np.real / np.imag / np.conj.
+globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
+__all__ += list(_fft.EXPORTS)

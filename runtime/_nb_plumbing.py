@@ -7,6 +7,7 @@ behaviour.
 """
 
 import numpy as np
+from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
@@ -74,8 +75,21 @@ def _unbroadcast_src(gnd, xnd, blas=False):
     return "\n".join([head, *fast, rest])
 
 
+def _is_complex(ty):
+    dt = ty.dtype if isinstance(ty, types.Array) else ty
+    return isinstance(dt, types.Complex)
+
+
+def _real_part_first(fn):
+    """An impl calling ``fn`` with the real part of a complex cotangent of a real primal."""
+    return compile_impl(f"def impl(g, x):\n    return fn(np.real(g), x)\n# {fn.__name__}",
+                        {"fn": fn})
+
+
 @overload(plumbing.unbroadcast, prefer_literal=True)
 def _unbroadcast(g, x):
+    if _is_complex(g) and not _is_complex(x):
+        return _real_part_first(plumbing.unbroadcast)
     if is_scalar(x):
         if is_scalar(g):
             return lambda g, x: g
@@ -106,6 +120,8 @@ def _zeros_like(x):
 
 @overload(plumbing.like, prefer_literal=True)
 def _like(b, x):
+    if _is_complex(b) and not _is_complex(x):
+        return _real_part_first(plumbing.like)
     if is_scalar(x):
         return _scalar_from(b, "b", dtype_src(grad_dtype(x)), "b, x")
     dt = dtype_src(np_dtype(x))

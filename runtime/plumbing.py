@@ -20,7 +20,11 @@ def unbroadcast(g, x):
     summed with keepdims.  Scalar `x` gives a scalar (the sum of `g`).  A
     0-d `g` is broadcast to `x`'s shape (in x's float dtype).  When the
     shapes already agree `g` itself is returned; otherwise g's dtype is kept.
+    A complex `g` for a real `x` gives its real part (the cotangent of a real
+    operand of a complex product, in JAX's convention; see fft.py).
     """
+    if _complex_for_real(g, x):
+        g = np.real(g)
     if not is_array(x):
         return np.sum(g) if is_array(g) else g
     if np.ndim(g) == 0:
@@ -40,6 +44,12 @@ def unbroadcast(g, x):
             raise ValueError(
                 f"unbroadcast: cannot sum {g.shape} to {x.shape}")
     return _sum_axes(g, tuple(axes)).reshape(x.shape)
+
+
+def _complex_for_real(g, x):
+    """Whether cotangent `g` is complex while its primal `x` is real."""
+    return (isinstance(g, complex) or (is_array(g) and g.dtype.kind == "c")) and \
+        not np.iscomplexobj(x)
 
 
 def _sum_axes(g, axes):
@@ -84,8 +94,11 @@ def like(b, x):
     otherwise (a read-only broadcast view, see sum_grad).  (No general
     broadcasting: adjoints have their primal's shape, and a broadcasting
     copy is slow to compile in Numba.)  Scalar `x`: a scalar of x's type
-    (a Python float for Python numbers).
+    (a Python float for Python numbers).  A complex `b` for a real `x` gives
+    its real part (see :func:`unbroadcast`).
     """
+    if _complex_for_real(b, x):
+        b = np.real(b)
     if not is_array(x):
         return scalar_like(b, x)
     if not is_array(b):

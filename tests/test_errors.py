@@ -167,7 +167,7 @@ def test_unknown_function_on_a_differentiated_path():
     assert err.filename == str(PROGRAMS / "transform_errors.py")
     assert err.lineno == lineno
     assert f"transform_errors.py:{lineno}" in str(err)
-    assert "i0" in str(err) and "custom_vjp" in str(err)
+    assert "spacing" in str(err) and "custom_vjp" in str(err)
 
 
 def test_unknown_function_inside_a_called_helper():
@@ -176,15 +176,15 @@ def test_unknown_function_inside_a_called_helper():
         ad.grad(fn)(X)
     lineno, _ = marked("transform_errors", "helper_unknown")
     assert info.value.lineno == lineno
-    assert "i0" in str(info.value)
+    assert "spacing" in str(info.value)
 
 
 def test_unknown_function_off_the_differentiated_path_works():
     m = load("transform_errors")
     c = np.array([0.5, 1.0, 2.0])
-    np.testing.assert_allclose(ad.grad(m.unknown_off_path)(X, c), np.i0(c))
-    np.testing.assert_allclose(ad.grad(m.unknown_stopped)(X), np.i0(X))
-    assert ad.jit(m.through_unknown, target="python")(X) == pytest.approx(np.sum(np.i0(2 * X)))
+    np.testing.assert_allclose(ad.grad(m.unknown_off_path)(X, c), np.spacing(c))
+    np.testing.assert_allclose(ad.grad(m.unknown_stopped)(X), np.spacing(X))
+    assert ad.jit(m.through_unknown, target="python")(X) == pytest.approx(np.sum(np.spacing(2 * X)))
 
 
 def test_user_module_named_like_numpy():

@@ -109,7 +109,7 @@ def test_no_rule_shows_the_tables_reason():
     from s2s_ad.rules.table import UNSUPPORTED
     with pytest.raises(ad.NonDifferentiableError) as e:
         ad.grad(lib.no_rule)(X[0])
-    assert "np.i0()" in str(e.value) and UNSUPPORTED["np.i0"] in str(e.value)
+    assert "np.spacing()" in str(e.value) and UNSUPPORTED["np.spacing"] in str(e.value)
     assert e.value.filename.endswith("library_cases.py")
 
 
@@ -118,8 +118,8 @@ def test_unsupported_call_is_reported_before_its_attribute():
     with pytest.raises(ad.NonDifferentiableError) as e:
         ad.grad(lib.unsupported_fft)(X[0])
     msg = str(e.value)
-    assert "np.fft.fft()" in msg and UNSUPPORTED["np.fft.fft"] in msg
-    assert msg.index("np.fft.fft") < msg.index(".real")
+    assert "np.fft.hfft()" in msg and UNSUPPORTED["np.fft.hfft"] in msg
+    assert msg.index("np.fft.hfft") < msg.index(".flat")
     assert e.value.filename.endswith("library_cases.py")
 
 

@@ -37,8 +37,8 @@ def convolve_matmul(x):
     return np.sum(np.convolve(x, K3) @ A6)  # <- convolve
 
 
-def cov_i0(x):
-    return np.sum(np.abs(np.i0(np.cov(x + 3 * np.eye(3)))))  # <- cov
+def cov_spacing(x):
+    return np.sum(np.abs(np.spacing(np.cov(x + 3 * np.eye(3)))))  # <- cov
 
 
 def polyval_helper(x):
@@ -78,9 +78,9 @@ X4 = np.linspace(0.2, 1.3, 4)
 M3 = np.random.default_rng(0).normal(size=(3, 3))
 
 # Functions with no rule (docs/supported.md, "Not supported"); np.cov is
-# followed by np.i0, which has none either.
+# followed by np.spacing, which has none either.
 NO_RULE = [(convolve_matmul, X4, "np.convolve", "<- convolve"),
-           (cov_i0, M3, "np.cov", "<- cov"),
+           (cov_spacing, M3, "np.cov", "<- cov"),
            (through_helper, X4, "np.polyval", "<- helper polyval"),
            (convolve_in_loop, X4, "np.convolve", "<- loop convolve")]
 
@@ -211,6 +211,40 @@ SAMPLES = {
     "rt.take_along_axis_grad": [
         lambda r: (r(2, 4), r(3, 4), np.array([[0, 2, 2, 1], [1, 1, 0, 2]]), 0),
         lambda r: (r(4), r(3, 4), np.array([5, 5, 0, 11]), None)],
+    # np.fft and the complex plumbing (rules/fft.py); the scatters' gathers (rules/extras.py).
+    "np.fft.fft": [lambda r: (r(3, 4), None, -1, None), lambda r: (r(3, 4), 5, 0, "ortho")],
+    "np.fft.ifft": [lambda r: (r(5), 3, -1, "forward")],
+    "np.fft.rfft": [lambda r: (r(3, 4), 6, 0, None)],
+    "np.fft.irfft": [lambda r: (r(3, 4), None, -1, None), lambda r: (r(4), 5, 0, "ortho")],
+    "np.fft.fftn": [lambda r: (r(2, 3, 4), None, None, None)],
+    "np.fft.ifftn": [lambda r: (r(2, 3, 4), (3, 2), (0, 2), "ortho")],
+    "np.fft.rfftn": [lambda r: (r(2, 3, 4), None, (1, 2), None)],
+    "np.fft.irfftn": [lambda r: (r(3, 4), (3, 5), (0, 1), "forward")],
+    "np.fft.fft2": [lambda r: (r(2, 3, 4), None, (-2, -1), None)],
+    "np.fft.ifft2": [lambda r: (r(3, 4), (4, 4), (-2, -1), None)],
+    "np.fft.rfft2": [lambda r: (r(3, 4), None, (-2, -1), "ortho")],
+    "np.fft.irfft2": [lambda r: (r(3, 4), None, (-2, -1), None)],
+    "np.fft.fftshift": [lambda r: (r(3, 5), None), lambda r: (r(3, 5), (1,))],
+    "np.fft.ifftshift": [lambda r: (r(3, 5), (0,))],
+    "np.real": [lambda r: (r(3, 4),)],
+    "np.imag": [lambda r: (r(3, 4),)],
+    "np.conj": [lambda r: (r(3, 4),)],
+    "rt.fft_grad": [lambda r: (r(3, 5), r(3, 4), 5, -1, None)],
+    "rt.ifft_grad": [lambda r: (r(4), r(4), None, -1, "ortho")],
+    "rt.rfft_grad": [lambda r: (r(3), r(4), None, -1, None)],
+    "rt.irfft_grad": [lambda r: (r(6), r(4), None, -1, None)],
+    "rt.fftn_grad": [lambda r: (r(2, 3, 4), r(2, 3, 4), None, None, None)],
+    "rt.ifftn_grad": [lambda r: (r(3, 2), r(3, 4), (3, 2), (0, 1), None)],
+    "rt.rfftn_grad": [lambda r: (r(3, 3), r(3, 4), None, None, None)],
+    "rt.irfftn_grad": [lambda r: (r(3, 4), r(3, 3), None, None, "forward")],
+    "rt.fftshift_grad": [lambda r: (r(3, 5), r(3, 5), None)],
+    "rt.ifftshift_grad": [lambda r: (r(3, 5), r(3, 5), (1,))],
+    "rt.real_grad": [lambda r: (r(3, 4), r(3, 4))],
+    "rt.imag_grad": [lambda r: (r(3, 4), r(3, 4))],
+    "rt.conj_grad": [lambda r: (r(3, 4), r(3, 4))],
+    "rt.take_at": [lambda r: (r(5), np.array([0, 2, 2, 4])),
+                   lambda r: (r(3, 4), (np.array([0, 2, 0]), np.array([1, 1, 3])))],
+    "rt.put_grad": [lambda r: (r(3, 4), np.array([0, 5, 5, 11]), r(3), "raise")],
     "rt.flat": [lambda r: (r(3, 4),), lambda r: (r(),)],
     "rt.jac_shape": [lambda r: (r(6, 4), r(2, 3), r(4)), lambda r: (r(1, 1), r(), r())],
 }
@@ -396,9 +430,9 @@ def energy_copyto(u0):
     return np.sum(copy_into(u, u0 * u0))
 
 
-def add_at(u0):
+def multiply_at(u0):
     u = u0 * 1.0
-    _ = np.add.at(u, np.array([0, 0]), u0[1])  # <- add.at
+    _ = np.multiply.at(u, np.array([0, 0]), u0[1])  # <- multiply.at
     return np.sum(u)
 
 
@@ -445,7 +479,8 @@ def test_helper_writing_into_its_argument_is_seen_and_differentiated(fn, helper,
     assert np.array_equal(u, U0)
 
 
-@pytest.mark.parametrize("fn,marker", [(energy_copyto, "<- copyto"), (add_at, "<- add.at")],
+@pytest.mark.parametrize("fn,marker", [(energy_copyto, "<- copyto"),
+                                       (multiply_at, "<- multiply.at")],
                          ids=["copyto", "ufunc_at"])
 def test_numpy_writes_in_place_are_refused(fn, marker):
     with pytest.raises(ad.UnsupportedSyntaxError, match="in place") as info:

@@ -675,10 +675,40 @@ def _matrix_ops():
     ]
 
 
+def _fft():
+    """np.fft (s2s_ad/rules/fft.py): the same transform with its axes counted from the
+    end; the complex plumbing elementwise.  Results are read through np.abs/.real."""
+    return [
+        P("np.fft.fft", "abs", "a", "np.abs(np.fft.fft(a))", F(*V)),
+        P("np.fft.fft", "n_axis0", "a", "np.fft.fft(a, 6, 0, 'ortho').real", F(*M)),
+        P("np.fft.ifft", "n", "a", "np.fft.ifft(a, n=3).imag", F(*M)),
+        P("np.fft.rfft", "power", "a", "np.abs(np.fft.rfft(a)) ** 2", F(*M)),
+        P("np.fft.irfft", "n", "a", "np.fft.irfft(np.fft.rfft(a, axis=0) * 2.0, n=5, axis=0)",
+          F(*M)),
+        P("np.fft.fftn", "all", "a", "np.abs(np.fft.fftn(a))", F(*M)),
+        P("np.fft.fftn", "s", "a", "np.fft.fftn(a, s=(3, 4), axes=(1, 0)).real", F(*T)),
+        P("np.fft.ifftn", "axes", "a", "np.fft.ifftn(a, axes=(0,)).imag", F(*M)),
+        P("np.fft.rfftn", "all", "a", "np.abs(np.fft.rfftn(a))", F(*T)),
+        P("np.fft.irfftn", "roundtrip", "a", "np.fft.irfftn(np.fft.rfftn(a), s=(5, 4), axes=(0, 1))",
+          F(*M)),
+        P("np.fft.fft2", "abs", "a", "np.abs(np.fft.fft2(a))", F(*M)),
+        P("np.fft.ifft2", "abs", "a", "np.abs(np.fft.ifft2(a, norm='ortho'))", F(*T)),
+        P("np.fft.rfft2", "abs", "a", "np.abs(np.fft.rfft2(a))", F(*M)),
+        P("np.fft.irfft2", "roundtrip", "a", "np.fft.irfft2(np.fft.rfft2(a) * 2.0)", F(*T)),
+        P("np.fft.fftshift", "all", "x", "np.fft.fftshift(x)", F(*M)),
+        P("np.fft.ifftshift", "axes", "x", "np.fft.ifftshift(x, axes=(1,))", F(*M)),
+        P("np.real", "of_fft", "x", "np.real(np.fft.fft(x) * x)", F(*V)),
+        P("np.imag", "of_fft", "x", "np.imag(np.fft.fft(x))", F(*M)),
+        P("np.conj", "of_fft", "x", "np.real(np.conj(np.fft.fft(x)) * x)", F(*M)),
+        P("np.argpartition", "kth", "x", "np.take_along_axis(x, np.argpartition(x, 1, axis=0), "
+          "0)[1]", F(*M)),
+    ]
+
+
 ARRAY_PROGRAMS = ([p for r in ("sum", "mean", "prod", "max", "min") for p in _reductions(r)]
                   + _dots() + _shape_ops() + _indexing() + _writes()
                   + _constructors_and_queries() + _operators_and_flow()
-                  + _scans() + _linalg() + _matrix_ops())
+                  + _scans() + _linalg() + _matrix_ops() + _fft())
 PROGRAMS = elementwise_programs() + ARRAY_PROGRAMS
 
 

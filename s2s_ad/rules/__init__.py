@@ -1,5 +1,5 @@
 """Derivative rules, one declaration per primitive (see ``registry``)."""
-from . import arrays, elementwise, linalg, scans, special  # noqa: F401  (declaring modules)
+from . import arrays, elementwise, extras, fft, linalg, scans, special  # noqa: F401  (declaring)
 from .registry import (
     ATTRIBUTES,
     BUILTINS,

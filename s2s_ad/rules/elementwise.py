@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .registry import elementwise, nondiff
+from .registry import Rule, elementwise, nondiff, register
 
 POS = "positive"     # sample inputs in (0.5, 2)
 UNIT = "unit"        # sample inputs in (-0.9, 0.9)
@@ -48,12 +48,16 @@ _UNARY = {
     "log10": ("1.0 / (x * 2.302585092994046)", POS),
     "sqrt": ("0.5 / out", POS), "cbrt": ("1.0 / (3.0 * out * out)", POS),
     "square": ("2.0 * x", None), "reciprocal": ("-out * out", POS),
-    "abs": ("np.sign(x)", None),
 }
 for _fn, (_partial, _dom) in _UNARY.items():
     _obj = getattr(np, _fn)
-    elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom,
-                methods=("__abs__",) if _fn == "abs" else ())
+    elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom)
+# |x|: partial sign(x) for real x.  For complex x its cotangent is Re(g) conj(x) / |x|
+# (JAX's convention) and its tangent Re(conj(x) dx) / |x|, a real number: neither is
+# a partial times the other, so both are declared (runtime/fft.py).
+register(Rule(name="np.abs", params=("x",), operands=("x",), emit="np.abs",
+              partials={"x": "np.sign(x)"}, vjp={"x": "rt.abs_vjp(g, x)"},
+              jvp={"x": "rt.abs_jvp(dx, x)"}), np.abs, methods=("__abs__",))
 
 elementwise("np.arctan2", np.arctan2, ("x1", "x2"),
             {"x1": "x2 / (x1 * x1 + x2 * x2)", "x2": "-x1 / (x1 * x1 + x2 * x2)"})

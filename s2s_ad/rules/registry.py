@@ -26,7 +26,8 @@ RULES: dict = {}        # canonical name -> Rule
 _BY_OBJECT: dict = {}   # id(python object) -> Rule
 METHODS: dict = {}      # array method name -> canonical rule name
 OPERATORS: dict = {}    # ast operator class -> canonical rule name
-# Array attributes and Python builtins that are spellings of a rule.
+# Array attributes (``x.T``; a rule declared with ``attribute=`` adds its own,
+# ``x.real``) and Python builtins that are spellings of a rule.
 ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
               "dtype": "dtype"}
 BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
@@ -84,6 +85,7 @@ class Rule:
     batch: Any = None                 # (vectorizer, statement, body) -> emits the batched form
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
+    forms: Any = None                 # (args, kwargs) -> a library function for that call form
 
     def __post_init__(self):
         if self.vjp and not self.linear and set(self.jvp) != set(self.vjp):
@@ -106,9 +108,11 @@ class Rule:
         For broadcasting rules, ``reduce`` says how the cotangent comes back
         to the operand's shape: ``"unbroadcast"`` (shape known at run time),
         ``"sum"`` (a scalar operand of an array result) or ``None`` (the
-        operand already has the output's shape).
+        operand already has the output's shape).  An elementwise rule whose
+        cotangent is not ``g`` times a partial (``np.abs`` of a complex value)
+        declares it in ``vjp``, which then comes first.
         """
-        if operand in self.partials:
+        if operand in self.partials and operand not in self.vjp:
             expr = f"g * ({self.partials[operand]})"
             if self.broadcast and reduce == "unbroadcast":
                 expr = f"rt.unbroadcast({expr}, {operand})"
@@ -128,8 +132,9 @@ def parse_template(expr):
     return _PARSED[expr]
 
 
-def register(rule, *objects, methods=(), operator=None):
-    """Add ``rule``; ``objects`` are the Python callables that denote it."""
+def register(rule, *objects, methods=(), operator=None, attribute=None):
+    """Add ``rule``; ``objects`` are the Python callables that denote it,
+    ``attribute`` an array attribute that reads it (``x.real``)."""
     if rule.name in RULES:
         raise ValueError(f"rule {rule.name} declared twice")
     RULES[rule.name] = rule
@@ -142,6 +147,8 @@ def register(rule, *objects, methods=(), operator=None):
         METHODS[m] = rule.name
     if operator is not None:
         OPERATORS[operator] = rule.name
+    if attribute is not None:
+        ATTRIBUTES[attribute] = rule.name
     return rule
 
 

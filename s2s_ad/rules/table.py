@@ -28,7 +28,6 @@ _CUSTOM = "no rule yet: write it from ruled functions, or give it one with @ad.c
 _INTEGER = "integer operation; usable off the differentiated path"
 _BOOLEAN = ("zero derivative but not declared non-differentiable yet; usable off the "
             "differentiated path")
-_COMPLEX = "complex numbers are not differentiable values"
 _DATA = "output shape depends on the data: neither Numba nor reverse mode can type it"
 
 
@@ -43,7 +42,6 @@ UNSUPPORTED = {
     "np.bitwise_right_shift": _INTEGER, "np.bitwise_xor": _INTEGER, "np.invert": _INTEGER,
     "np.left_shift": _INTEGER, "np.right_shift": _INTEGER, "np.gcd": _INTEGER,
     "np.lcm": _INTEGER,
-    "np.conj": _COMPLEX, "np.conjugate": _COMPLEX,
     "np.isnat": "datetime values are not supported",
     "np.signbit": _BOOLEAN,
     "np.ldexp": _easy("2**x2 for x1; x2 is an integer"),
@@ -73,13 +71,11 @@ UNSUPPORTED = {
     "np.all": _BOOLEAN, "np.any": _BOOLEAN, "np.count_nonzero": _BOOLEAN,
     "np.isclose": _BOOLEAN, "np.allclose": _BOOLEAN, "np.array_equal": _BOOLEAN,
     "np.searchsorted": _BOOLEAN, "np.digitize": _BOOLEAN,
-    "np.nonzero": _DATA, "np.unique": _DATA, "np.argwhere": _DATA,
+    "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
-    "np.i0": _easy("scipy.special.i1(x)"),
-    # np.fft: complex results
-    **{f"np.fft.{n}": "complex-valued result: np.fft has no derivative rule yet"
-       for n in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "fftn", "ifftn", "rfft2",
-                 "irfft2", "rfftn", "irfftn", "hfft", "ihfft")},
+    # np.fft: the Hermitian-input pair (the others are ruled, s2s_ad/rules/fft.py)
+    **{f"np.fft.{n}": "no rule yet: Hermitian-input transform (np.fft.irfft / rfft of the "
+       "conjugate are ruled)" for n in ("hfft", "ihfft")},
 }
 
 
@@ -193,7 +189,10 @@ def derivative(rule):
     parts = []
     for p in rule.operands:
         if p in rule.partials:
-            parts.append(f"∂/∂{p}: {_code(rule.partials[p])}")
+            text = f"∂/∂{p}: {_code(rule.partials[p])}"
+            if p in rule.vjp:          # declared where g * partial is not the cotangent
+                text += f"; cotangent {_code(rule.vjp[p])}"
+            parts.append(text)
         elif p in rule.vjp:
             spec = rule.vjp[p]
             if callable(spec):

@@ -247,8 +247,12 @@ class Forward(Rewriter):
         env = self.env(s)
         full = self.ranks.get(target) == 0
         out_class = self.classes.get(target)
-        partials = []
+        partials, declared = [], []
         for arg, p in active:
+            if p in rule.jvp:          # a tangent that is not partial * tangent (np.abs)
+                declared.append((arg, p))
+                full = full or self._full(arg, out_class)
+                continue
             partial = self.template(rule.partials[p], env, body, s.loc)
             if partial not in (Const(1.0), Const(-1.0)):
                 full = full or self._full(partial, out_class)
@@ -266,6 +270,9 @@ class Forward(Rewriter):
                 else:
                     term = self.emit(body, rules.RULES["np.multiply"], [partial, da], {}, s.loc)
                 terms.append(term)
+            if declared:
+                env.update((f"d{p}", self.tangent_of(arg, body, s.loc)) for arg, p in declared)
+                terms += [self.template(rule.jvp[p], env, body, s.loc) for _, p in declared]
             value = self.total(terms, body, s.loc)
             if not full:
                 value = self.emit(body, BROADCAST_LIKE, [value, Var(target)], {}, s.loc)

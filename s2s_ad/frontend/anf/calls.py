@@ -162,6 +162,9 @@ class Calls:
         return Record(tuple(values[f] for f in fields), container=pytree.Keyed(cls, fields))
 
     def emit_call(self, rule, args, kwargs, node):
+        other = rule.forms(args, kwargs) if rule.forms is not None else None
+        if other is not None:    # another call form (np.where(c) is np.nonzero(c))
+            return self.call_library(other, args, kwargs, node)
         if rule.varargs:         # np.einsum(subscripts, *operands): the operands as one tuple
             k = len(rule.params) - 1
             args = list(args[:k]) + [Tup(tuple(args[k:]))]

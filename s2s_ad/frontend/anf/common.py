@@ -44,7 +44,7 @@ _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}
 
 
 # NumPy functions that write into an array argument (ufunc.at methods too).
-_IN_PLACE = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+_IN_PLACE = {np.copyto, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
              np.random.shuffle}
 
 

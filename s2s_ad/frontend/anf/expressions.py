@@ -96,7 +96,7 @@ class Expressions:
 
     def _unknown_call_first(self, value, node):
         """An unsupported attribute of the result of a call with no rule
-        (``np.fft.fft(x).real``): report the call, the first thing to fix."""
+        (``np.fft.hfft(x).flat``): report the call, the first thing to fix."""
         made = next((s for s in reversed(self.body) if isinstance(s, Prim) and
                      isinstance(value, Var) and value.name in s.targets), None)
         if made is not None and made.rule.unknown:

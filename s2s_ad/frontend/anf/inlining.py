@@ -205,10 +205,13 @@ class Inlining:
         child.arg_writes = {}
         child.env = dict(zip(src.param_names, values))
         self.program._active.append(impl.fn)
+        start = len(self.body)
         try:
             for stmt in src.node.body:
                 child.node = stmt
                 child.stmt(stmt)
         finally:
             self.program._active.pop()
+        if any(isinstance(p, Prim) and p.rule.name == "setitem" for p in walk(self.body[start:])):
+            self.effects += 1           # np.add.at / np.put: a call for its effect
         return child.body.pop().value

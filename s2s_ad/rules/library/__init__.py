@@ -15,7 +15,15 @@ it does not list is refused at the user's line.  Helpers marked
 ``@static`` run while lowering, on constant arguments only (axes, index
 tuples).  See docs/library.md.
 """
-from . import blocks, elementwise, shapes, sorting, special, statistics  # noqa: E402,F401  (registers)
+from . import (  # noqa: E402,F401  (registers)
+    blocks,
+    elementwise,
+    indexing,
+    shapes,
+    sorting,
+    special,
+    statistics,
+)
 from .registry import (
     IMPLEMENTATIONS,
     METHODS,

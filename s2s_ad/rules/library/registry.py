@@ -4,6 +4,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 IMPLEMENTATIONS: dict = {}   # canonical name -> Implementation
 _BY_OBJECT: dict = {}        # id(NumPy/SciPy callable) -> Implementation
 METHODS: dict = {}           # array method name -> Implementation
@@ -40,7 +42,9 @@ def implements(obj, name=None, *, methods=(), also=()):
         impl = Implementation(full, fn, obj, inspect.signature(fn), doc)
         IMPLEMENTATIONS[full] = impl
         for o in (obj, *also):
-            if o is not None:
+            if _ufunc_method(o) is not None:
+                UFUNC_METHODS[_ufunc_method(o)] = impl
+            elif o is not None:
                 _BY_OBJECT[id(o)] = impl
         for m in methods:
             METHODS[m] = impl
@@ -48,8 +52,21 @@ def implements(obj, name=None, *, methods=(), also=()):
     return register
 
 
+UFUNC_METHODS: dict = {}     # (ufunc, method name) -> Implementation (np.add.at)
+
+
+def _ufunc_method(obj):
+    """``(np.add, "at")`` for the bound method ``np.add.at`` (a new object at each
+    attribute access, so never found by identity), else None."""
+    owner = getattr(obj, "__self__", None)
+    return (owner, obj.__name__) if isinstance(owner, np.ufunc) else None
+
+
 def lookup(obj):
     """The implementation standing for ``obj``, or None."""
+    key = _ufunc_method(obj)
+    if key is not None:
+        return UFUNC_METHODS.get(key)
     return _BY_OBJECT.get(id(obj))
 
 

@@ -118,8 +118,8 @@ def _times_kept(partial):
 def _unary_partial(s):
     """The names the partial derivative of ``s`` reads, if ``s`` is a unary
     elementwise primitive of a variable (else None)."""
-    if isinstance(s, Prim) and s.rule.elementwise and len(s.targets) == 1 and \
-            len(s.args) == 1 and isinstance(s.args[0], Var):
+    if isinstance(s, Prim) and s.rule.elementwise and not s.rule.vjp and \
+            len(s.targets) == 1 and len(s.args) == 1 and isinstance(s.args[0], Var):
         return codegen.names_in(parse_template(s.rule.partials[s.rule.operands[0]]))
     return None
 

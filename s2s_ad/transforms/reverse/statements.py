@@ -130,6 +130,9 @@ class Statements:
             self.w.loc(s.loc, "adjoint of: ")
             if self.act.is_active(value):
                 part = ast.Subscript(codegen.name(bx), index, ast.Load())
+                repeats = self._index_array(s.params["index"])
+                if repeats:      # of repeated positions only the last write reaches x
+                    part = call("rt.written", codegen.name(bx), copy.deepcopy(index))
                 written = ranks.indexed_rank(rank_of(x, self.ranks), s.params["index"], self.ranks)
                 fresh = None
                 if rank_of(value, self.ranks) == 0 and written == 0:
@@ -137,8 +140,8 @@ class Statements:
                 elif rank_of(value, self.ranks) == 0 and written is not None:
                     contribution = call("np.sum", part)
                 else:
-                    contribution = call("rt.unbroadcast", call("rt.snapshot", part),
-                                         codegen.name(value.name))
+                    contribution = call("rt.unbroadcast", part if repeats else
+                                        call("rt.snapshot", part), codegen.name(value.name))
                 self.adj.add(value.name, contribution, fresh)
             if id(s) not in self.increments:
                 self.adj.prepare(x.name, True)

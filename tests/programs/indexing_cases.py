@@ -1,0 +1,91 @@
+"""Scatters, repeated indices, selection and np.i0 (tests/test_coverage_indexing.py).
+Each takes a 12-vector and returns an array."""
+import numpy as np
+
+IDX = np.array([0, 2, 2, 1, 0])
+R = np.array([0, 2, 1, 2])
+C = np.array([3, 0, 3, 3])
+
+
+def add_at(x):
+    a = x[:4] * 1.0
+    np.add.at(a, IDX, x[:5] * x[5:10])
+    return a
+
+
+def add_at_scalar(x):
+    a = np.zeros(4)
+    np.add.at(a, IDX, x[0])
+    return a * x[:4]
+
+
+def iadd_repeated(x):
+    a = x[:4] * 1.0
+    a[IDX] += x[:5]
+    return a * a
+
+
+def set_repeated_scalar(x):
+    a = x[:4] * 1.0
+    a[IDX] = x[6]
+    return a * x[4:8]
+
+
+def put(x):
+    a = x[:6] * 1.0
+    np.put(a, np.array([0, 3, 3, -1]), x[6:9])
+    return a * x[:6]
+
+
+def put_wrap(x):
+    a = np.reshape(x, (3, 4)) * 1.0
+    np.put(a, np.array([1, 13, 25]), x[0] * 3.0, mode="wrap")
+    return a
+
+
+def where_indices(x):
+    i = np.where(x > 0.0)[0]
+    return x[i] ** 2
+
+
+def nonzero_2d(x):
+    m = np.reshape(x, (3, 4))
+    rows, cols = np.nonzero(m > 0.0)
+    return m[rows, cols] * x[rows]
+
+
+def partition(x):
+    return np.partition(x * x, 3)[:4]
+
+
+def partition_axis(x):
+    return np.partition(np.reshape(x, (3, 4)), 1, axis=0)[1]
+
+
+def i0(x):
+    return np.i0(x) * x
+
+
+def rows_cols(x):
+    m = np.reshape(x, (3, 4))
+    return m[R, C] ** 2
+
+
+def set_rows_cols(x):
+    m = np.reshape(x, (3, 4)) * 1.0
+    m[R, C] = x[:4] * 2.0
+    return m
+
+
+def increment_rows_cols(x):
+    m = np.reshape(x, (3, 4)) * 1.0
+    m[R, C] += x[4:8]
+    return m * m
+
+
+def loss(x):
+    return (np.sum(add_at(x) ** 2) + np.sum(add_at_scalar(x)) + np.sum(iadd_repeated(x))
+            + np.sum(set_repeated_scalar(x)) + np.sum(put(x)) + np.sum(put_wrap(x) ** 2)
+            + np.sum(where_indices(x)) + np.sum(nonzero_2d(x)) + np.sum(partition(x))
+            + np.sum(partition_axis(x) ** 2) + np.sum(i0(x)) + np.sum(rows_cols(x))
+            + np.sum(set_rows_cols(x) ** 2) + np.sum(increment_rows_cols(x)))
