@@ -44,7 +44,19 @@ from ..frontend.anf import (
     tree_of,
 )
 from ..frontend.parse import is_user_function
-from ..ir import Call, Const, For, Function, Prim, Return, Tup, Var, leaves_of
+from ..ir import (
+    Call,
+    Const,
+    For,
+    Function,
+    Prim,
+    Record,
+    Return,
+    Tup,
+    Var,
+    leaves_of,
+    pytree,
+)
 from ..ir.names import Names
 from ..rules.internal import (
     FLAT,
@@ -438,7 +450,7 @@ class _Derivative:
         """``<ct, f(primals)>`` summed over the output leaves; the parameters are
         ``f``'s, then the cotangent's."""
         inner = self.inner
-        ct = _map(ct_tree, lambda _: Var(self.names.fresh("ct")))
+        ct = _value_of(ct_tree, lambda: Var(self.names.fresh("ct")))
         out = self.call(inner, [Var(p) for p in inner.params])
         if self.spec.has_aux:
             out = out.items[0]
@@ -482,6 +494,17 @@ def _map(value, fn):
     if isinstance(value, Tup):
         return replace(value, items=tuple(_map(v, fn) for v in value.items))
     return fn(value)
+
+
+def _value_of(tree, fresh):
+    """A lowered value of the structure ``tree`` (see :func:`~s2s_ad.ir.tree_of`:
+    LEAF, a tuple, or ``pytree.Fields``) whose leaves are ``fresh()``."""
+    if tree is LEAF:
+        return fresh()
+    items = tuple(_value_of(t, fresh) for t in tree)
+    if isinstance(tree, pytree.Fields):
+        return Record(items, container=tree.container)
+    return Tup(items)
 
 
 def _fresh(tree, names):
