@@ -175,13 +175,30 @@ class Program:
         return custom.lower_custom(self, custom_fn, trees, call_node, caller)
 
 
+class ListTree(tuple):
+    """The structure of a list display passed to a helper: a tuple of
+    structures that is not equal to the tuple's, so the helper sees a list
+    (``v[idx]`` with ``idx = [2, 0]`` indexes with an integer array)."""
+
+    def __eq__(self, other):
+        return type(other) is ListTree and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((ListTree, tuple(self)))
+
+
 def tree_of(value):
-    """The structure of a lowered value (LEAF, a tuple of structures, or
-    :class:`~s2s_ad.pytree.Fields` for a dict or NamedTuple)."""
+    """The structure of a lowered value (LEAF, a tuple of structures -- a
+    :class:`ListTree` for a list -- or :class:`~s2s_ad.pytree.Fields` for a
+    dict or NamedTuple)."""
     if isinstance(value, Record):
         return pytree.Fields(tuple(tree_of(v) for v in value.items), value.container)
     if isinstance(value, Tup):
-        return tuple(tree_of(v) for v in value.items)
+        items = tuple(tree_of(v) for v in value.items)
+        return ListTree(items) if value.is_list else items
     return LEAF
 
 
@@ -232,7 +249,7 @@ class Lowerer:
         items = tuple(self._param(f"{name}_{i}", sub) for i, sub in enumerate(tree))
         if isinstance(tree, pytree.Fields):
             return Record(items, container=tree.container)
-        return Tup(items)
+        return Tup(items, is_list=isinstance(tree, ListTree))
 
     def copy_params(self, positions):
         """The body works on copies of the parameter leaves at ``positions``
@@ -896,7 +913,12 @@ class Lowerer:
             return Const(slice(None)) if (node.lower, node.upper, node.step) == (None,) * 3 else \
                 Slice(*(None if b is None else self.expr(b)
                         for b in (node.lower, node.upper, node.step)))
-        return self.expr(node)
+        value = self.expr(node)
+        if isinstance(value, Tup) and value.is_list:
+            # x[[2, 0]] (or a name bound to a list): NumPy indexes with an
+            # integer array there, not with the tuple (2, 0).
+            return self.array_of(value, node)
+        return value
 
     def expr_Call(self, node):
         func = node.func

@@ -37,6 +37,7 @@ cf = load_program(HERE / "programs" / "control_flow.py")
 sa = load_program(HERE / "programs" / "small_arrays.py")
 vp = load_program(HERE / "programs" / "vectorize_programs.py")
 nu = load_program(HERE / "programs" / "numpy_user_code.py")
+fh = load_program(HERE / "programs" / "first_hour.py")
 
 SEED = 2026
 RANDOM_PROGRAMS = 150
@@ -115,7 +116,11 @@ def _batched(args, argnums):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("corpus", n), id=n)
                                   for n in CORPUS])
 def test_corpus_python_witnesses(name):
-    fn, make, argnums = CORPUS[name]
+    _check_python_witnesses(CORPUS, name)
+
+
+def _check_python_witnesses(corpus, name):
+    fn, make, argnums = corpus[name]
     args = make()
     batched, axes = _batched(args, argnums)
     report = oracle.check_all(fn, args, argnums, axes, name=name, batched_args=batched,
@@ -131,9 +136,13 @@ NUMBA_WITNESSES = [(t, w.name) for t in ("grad", "vmap_grad", "jacrev", "jacfwd"
                                   for n in CORPUS])
 def test_corpus_one_compiled_witness(name):
     """One compiled witness per program, rotating, so the corpus covers all of them."""
-    fn, make, argnums = CORPUS[name]
+    _check_one_compiled_witness(CORPUS, name)
+
+
+def _check_one_compiled_witness(corpus, name):
+    fn, make, argnums = corpus[name]
     args = make()
-    transform, witness = NUMBA_WITNESSES[list(CORPUS).index(name) % len(NUMBA_WITNESSES)]
+    transform, witness = NUMBA_WITNESSES[list(corpus).index(name) % len(NUMBA_WITNESSES)]
     out = fn(*make())
     if transform.endswith("grad") and np.ndim(out) != 0:
         transform = transform.replace("grad", "jacrev")
@@ -141,6 +150,35 @@ def test_corpus_one_compiled_witness(name):
     report = oracle.check(fn, batched if transform.startswith("vmap") else args, transform,
                           argnums, axes, name=name, only={witness, "python", "vmap[loop]"})
     _assert_clean(report)
+
+
+# The "first hour" features (comprehensions, local lambdas and defs, helpers writing
+# into their arguments, transforms inside transforms, keyword arguments, library
+# functions), mixed with loops and branches: programs/first_hour.py.
+def _first_hour():
+    out = {}
+    for fn, make, argnums in fh.CORPUS:
+        key = f"first_hour.{fn.__name__}"
+        while key in out:
+            key += "'"
+        out[key] = (fn, make, argnums)
+    return out
+
+
+FIRST_HOUR = _first_hour()
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("first_hour", n), id=n)
+                                  for n in FIRST_HOUR])
+def test_first_hour_python_witnesses(name):
+    _check_python_witnesses(FIRST_HOUR, name)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("first_hour_numba", n), id=n)
+                                  for n in FIRST_HOUR])
+def test_first_hour_one_compiled_witness(name):
+    """One compiled witness per program, rotating over them as for the corpus."""
+    _check_one_compiled_witness(FIRST_HOUR, name)
 
 
 # Benchmark workloads whose primal is a function of float arrays/scalars (tiny sizes).
