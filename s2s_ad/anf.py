@@ -190,6 +190,15 @@ class ListTree(tuple):
         return hash((ListTree, tuple(self)))
 
 
+def same_structure(a, b):
+    """Whether two lowered values have one structure, a list matching a tuple."""
+    def plain(tree):
+        if isinstance(tree, pytree.Fields):
+            return pytree.Fields(tuple(map(plain, tree)), tree.container)
+        return tuple(map(plain, tree)) if isinstance(tree, tuple) else tree
+    return plain(tree_of(a)) == plain(tree_of(b))
+
+
 def tree_of(value):
     """The structure of a lowered value (LEAF, a tuple of structures -- a
     :class:`ListTree` for a list -- or :class:`~s2s_ad.pytree.Fields` for a
@@ -1073,7 +1082,7 @@ class Lowerer:
             raise self.error(node, "ad.jvp needs a tuple of primals and a tuple of tangents "
                              "with one tangent per primal")
         for p, t in zip(primals.items, tangents.items):
-            if tree_of(p) != tree_of(t):
+            if not same_structure(p, t):
                 raise self.error(node, "each tangent passed to ad.jvp must have the structure "
                                  "of its primal")
         callee = nested.lower(self, spec, [tree_of(v) for v in primals.items], node)

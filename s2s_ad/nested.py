@@ -290,11 +290,11 @@ class VjpFunction:
 
 def call_vjp_fn(lw, vjp_fn, node):
     """``vjp_fn(cotangent)``: one cotangent per primal, as a tuple."""
-    from .anf import tree_of
+    from .anf import same_structure
     if len(node.args) != 1 or node.keywords:
         raise lw.error(node, "vjp_fn takes one cotangent, passed positionally")
     ct = lw.expr(node.args[0])
-    if tree_of(ct) != tree_of(vjp_fn.out):
+    if not same_structure(ct, vjp_fn.out):
         raise lw.error(node, "the cotangent passed to vjp_fn must have the structure of the "
                        "output of ad.vjp's function")
     n = len(vjp_fn.primals)

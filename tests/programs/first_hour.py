@@ -235,6 +235,17 @@ def jacobian_trace_inside(x):
     return sum(J[i, i] for i in range(x.shape[0])) + np.sum(x)
 
 
+def _two_outputs(x):
+    return np.sin(x), x * 2.0
+
+
+def vjp_two_outputs_inside(x):
+    """ad.vjp of a function with two outputs, its vjp_fn called with a tuple."""
+    out, vjp_fn = ad.vjp(_two_outputs, x)
+    (ct,) = vjp_fn((x, x * 0.5))
+    return np.sum(ct ** 2) + np.sum(out[0])
+
+
 # -- library functions --------------------------------------------------------------------
 
 
@@ -380,4 +391,5 @@ CORPUS = [
     (library_vector_out, lambda: (_f(_X3),), 0),
     (mixed_pipeline, lambda: (_f(_X3), _f(_A)), 0),
     (mixed_vector_out, lambda: (_f(_X3), _f(_W3)), (0, 1)),
+    (vjp_two_outputs_inside, lambda: (_f(_X3),), 0),
 ]
