@@ -11,6 +11,9 @@
   (``rt.map_rule``) dropped the mark that it has no derivative of its own,
   so reverse mode took it as constant.  It is now refused, as the unbatched
   path already did.
+* f7 (fuzz seed 7, program 180; strict xfail, not fixed):
+  ``ad.jit(ad.jacrev(ad.vmap(f)))`` of an ``f`` with one number per example
+  returns zeros for every example but the first under ``compile="tiered"``.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -104,3 +107,25 @@ def test_cumprod_first_derivatives_still_exact():
                                rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ad.jacfwd(cumprod_vector)(X), fd_jacobian(cumprod_vector, X),
                                rtol=1e-6, atol=1e-8)
+
+
+def per_example_square_sum(x):
+    return np.sum(x * x)
+
+
+F7 = ("f7 (fuzz seed 7, program 180, cut down): ad.jit(ad.jacrev(ad.vmap(f))) of an f "
+      "returning one number per example, under compile='tiered' (ad.jit's default), gives "
+      "only the first example's row of the block-diagonal Jacobian, zeros for the others; "
+      "eager compilation, the NumPy jacrev(vmap) and jit(jacfwd(vmap)) are right. Suspect: "
+      "the tier that runs first for jacobians' compiled rows (kind='vjp_rows')")
+
+
+@pytest.mark.parametrize("compile", [
+    "eager", pytest.param("tiered", marks=pytest.mark.xfail(strict=True, reason=F7))])
+def test_jit_jacrev_of_vmap_with_one_number_per_example(compile):
+    xs = np.array([[0.3, -0.4], [1.2, 0.2], [-1.1, 0.7]])
+    want = fd_jacobian(lambda z: np.sum(z * z, axis=1), xs)
+    np.testing.assert_allclose(ad.jacrev(ad.vmap(per_example_square_sum))(xs), want,
+                               rtol=1e-6, atol=1e-8)
+    jitted = ad.jit(ad.jacrev(ad.vmap(per_example_square_sum)), compile=compile)
+    np.testing.assert_allclose(jitted(xs), want, rtol=1e-6, atol=1e-8)
