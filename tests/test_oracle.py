@@ -9,7 +9,10 @@ inside and outside ``vmap`` -- must agree with central finite differences
   ``programs/small_arrays.py`` (and a few others) that is a function of float
   arrays and scalars, through the cheap (NumPy) witnesses for the transforms
   that apply, and through one compiled witness each (rotating over the
-  compiled witnesses, so the corpus covers all of them);
+  compiled witnesses, so the corpus covers all of them); the same for
+  ``programs/first_hour.py`` (comprehensions, local lambdas and defs, helpers
+  writing in place, transforms inside transforms, keyword arguments, library
+  and linalg functions);
 * random programs from ``s2s_ad.fuzz``: ``RANDOM_PROGRAMS`` through the NumPy
   witnesses (three transforms each, rotating), and ``NUMBA_PROGRAMS``
   through every compiled witness of one transform each (rotating);
