@@ -67,6 +67,11 @@ def _clip(a, lo, hi):
     d = np.minimum(np.abs(np.asarray(a) - lo), np.abs(np.asarray(a) - hi))
     _MARGINS.append(float(np.min(d, initial=np.inf)))
     return np.clip(a, lo, hi)
+
+
+def _sort(a):
+    _MARGINS.append(float(np.min(np.diff(np.sort(a)), initial=np.inf)))
+    return np.sort(a)
 '''
 
 
@@ -285,8 +290,14 @@ class _Body:
         return lambda T, pad: [f"{pad}{v} = {w} * 1.0", f"{pad}for t in range({trips}):",
                                f"{pad}    {v} = np.tanh({v} * {c} + {v}[0])"]
 
-    def build(self, count):
-        self.stmts = [self.statement() for _ in range(count)]
+    def build(self, count, extras=None):
+        self.stmts = []
+        for _ in range(count):
+            self.stmts.append(self.statement())
+            if extras is not None and extras.rng.random() < 0.4:
+                self.stmts.append(extras.statement())
+        if extras is not None:
+            self.stmts.append(extras.statement())
 
 
 HELPERS = {
@@ -311,10 +322,164 @@ HELPERS = {
 }
 
 
+#: The share of programs with "first hour" statements (see :class:`_Extras`).
+EXTRAS_SHARE = 0.5
+
+#: Module-level helpers the "first hour" statements call: in-place writes into
+#: an argument (with a keyword argument), and functions transformed inside.
+EXTRA_HELPERS = {
+    "x_axpy": lambda T: ["def x_axpy(buf, v, scale=1.0):", "    for i in range(v.shape[0]):",
+                         "        buf[i] += scale * np.tanh(v[i])"],
+    "x_shift": lambda T: ["def x_shift(buf, c):", "    buf[1:] = buf[1:] + c * buf[:-1]",
+                          "    return np.sum(buf)"],
+    "x_inner": lambda T: ["def x_inner(z):", "    return np.sum(np.sin(z) * z)"],
+}
+
+
+class _Extras:
+    """Statements with the features users reach for in their first hour.
+
+    Each rebinds the newest vector or scalar of the body (``s3 = s3 + 0.1 *
+    ...``), one after some statements and one at the end, so the rest of the
+    body, drawn from the main stream, is unchanged.  The
+    update's value is one of: a comprehension or generator expression (over
+    ``range``, ``zip``, ``enumerate``, nested, filtered), a local lambda or
+    ``def`` (called with a keyword argument), a helper writing into an array
+    in place (``x_axpy(buf, v, scale=...)``, ``x_shift``), a library function
+    (``np.var``, ``np.cumsum``, ``np.sort``, ``np.take``, ``np.linalg.solve``...)
+    or a transform called inside (``ad.grad``, ``ad.jvp``, ``ad.vmap``,
+    ``ad.hessian``); sometimes inside a ``for`` loop or an ``if``.
+    """
+
+    def __init__(self, rng, body, program):
+        self.rng, self.body, self.program = rng, body, program
+        self.count = 0
+
+    def pick(self, options):
+        return options[self.rng.integers(len(options))]
+
+    def helper(self, name):
+        if name not in self.program.extra_helpers:
+            self.program.extra_helpers.append(name)
+        return name
+
+    def statement(self):
+        b, r, n = self.body, self.rng, self.body.n
+        self.count += 1
+        k = self.count
+        v, w = self.pick(b.vecs), self.pick(b.vecs)
+        # The newest vector or scalar: the entry points return the last ones.
+        target = self.pick([b.vecs[-1]] + b.scals[-1:])
+        vector_ok = target in b.vecs
+        c = _c(r, 0.2, 0.8)
+        kinds = ["genexp_range", "genexp_zip", "genexp_enum", "listcomp", "nested", "filtered",
+                 "lambda", "def_kw", "axpy", "shift", "var", "cumsum", "sort", "take", "flip",
+                 "logaddexp", "einsum", "outer", "tile", "grad", "jvp", "vmap"]
+        if n >= 2:
+            kinds += ["std", "diff"]
+        if n <= 3:
+            kinds += ["hessian"]
+        if b.has_k:
+            kinds += ["solve", "slogdet", "inv", "norm"]
+        if vector_ok:
+            kinds += ["stack", "vgrad"]
+        kind = self.pick(kinds)
+        pre = []           # lines before the update, rendered with T
+        if kind == "genexp_range":
+            e = lambda T: f"sum(np.sin({v}[i]) * {w}[i] for i in range({n}))"  # noqa: E731
+        elif kind == "genexp_zip":
+            e = lambda T: f"sum(p * np.tanh(q) for p, q in zip({v}, {w}))"  # noqa: E731
+        elif kind == "genexp_enum":
+            e = lambda T: f"sum((i + 1.0) * np.sin(p) for i, p in enumerate({v}))"  # noqa: E731
+        elif kind == "listcomp":
+            e = lambda T: f"sum([p * p * {c} for p in {v}])"  # noqa: E731
+        elif kind == "nested":
+            e = lambda T: (f"sum({v}[i] * np.tanh({w}[j]) for i in range({n}) "  # noqa: E731
+                           f"for j in range(i + 1))")
+        elif kind == "filtered":
+            e = lambda T: f"sum(p * p for p in {v} if {T.gt('p', c)})"  # noqa: E731
+        elif kind == "stack":
+            e = lambda T: f"np.array([np.sin({v}[i]) * {w}[i] for i in range({n})])"  # noqa: E731
+        elif kind == "lambda":
+            name = f"lam{k}"
+            pre = [lambda T: f"{name} = lambda z: np.tanh(z) * {c} + z * z"]
+            e = lambda T: f"np.sum({name}({v}))"  # noqa: E731
+        elif kind == "def_kw":
+            name = f"loc{k}"
+            pre = [lambda T: f"def {name}(z, scale=1.0):",
+                   lambda T: f"    return np.sin(z * scale) * {w}[0]"]
+            e = lambda T: f"np.sum({name}({v}, scale={c}))"  # noqa: E731
+        elif kind == "axpy":
+            h, buf = self.helper("x_axpy"), f"buf{k}"
+            pre = [lambda T: f"{buf} = {w} * 1.0", lambda T: f"{h}({buf}, {v}, scale={c})"]
+            e = lambda T: f"np.sum({buf} * {v})"  # noqa: E731
+        elif kind == "shift":
+            h, buf = self.helper("x_shift"), f"buf{k}"
+            pre = [lambda T: f"{buf} = np.tanh({v})"]
+            e = lambda T: f"{h}({buf}, {c}) + np.sum({buf} * {w})"  # noqa: E731
+        elif kind == "var":
+            e = lambda T: f"np.var({v})"  # noqa: E731
+        elif kind == "std":
+            e = lambda T: f"np.std({v} + {c} * np.arange({n}))"  # noqa: E731
+        elif kind == "cumsum":
+            e = lambda T: f"np.sum(np.cumsum(np.sin({v})) * C)"  # noqa: E731
+        elif kind == "sort":
+            e = lambda T: f"np.sum({T.call('sort', v)} * C)"  # noqa: E731
+        elif kind == "take":
+            i, j = int(r.integers(0, n)), int(r.integers(0, n))
+            e = lambda T: f"np.sum(np.take({v}, [{i}, {j}]) * {c})"  # noqa: E731
+        elif kind == "flip":
+            e = lambda T: f"np.sum(np.flip({v}) * {w})"  # noqa: E731
+        elif kind == "diff":
+            e = lambda T: f"np.sum(np.diff({v}) ** 2)"  # noqa: E731
+        elif kind == "logaddexp":
+            e = lambda T: f"np.sum(np.logaddexp({v}, {c} * {w}))"  # noqa: E731
+        elif kind == "einsum":
+            e = lambda T: f"np.einsum('i,i->', {v}, np.tanh({w}))"  # noqa: E731
+        elif kind == "outer":
+            e = lambda T: f"np.sum(np.outer({v}, {w}) * {c})"  # noqa: E731
+        elif kind == "tile":
+            e = lambda T: f"np.sum(np.tile({v}, 2)[{n}:] * np.repeat({w}, 2)[::2])"  # noqa: E731
+        elif kind in ("solve", "slogdet", "inv", "norm"):
+            spd = f"(K @ K.T + {n}.0 * np.eye({n}))"
+            e = {"solve": lambda T: f"np.sum(np.linalg.solve({spd}, {v}))",
+                 "slogdet": lambda T: f"np.linalg.slogdet({spd})[1]",
+                 "inv": lambda T: f"np.sum(np.linalg.inv({spd}) * {c})",
+                 "norm": lambda T: f"np.linalg.norm(K @ {v} + 1.0)"}[kind]
+        elif kind == "grad":
+            e = lambda T: (f"np.sum(ad.grad(lambda z: np.sum(np.sin(z) * {w}))({v}) "  # noqa: E731
+                           f"* {c})")
+        elif kind == "vgrad":
+            h = self.helper("x_inner")
+            e = lambda T: f"ad.grad({h})({v}) * {c}"  # noqa: E731
+        elif kind == "jvp":
+            h = self.helper("x_inner")
+            e = lambda T: f"ad.jvp({h}, ({v},), ({w},))[1]"  # noqa: E731
+        elif kind == "vmap":
+            e = lambda T: f"np.sum(ad.vmap(lambda z: np.tanh(z * {c}))({v}))"  # noqa: E731
+        else:                                    # hessian (short vectors only)
+            h = self.helper("x_inner")
+            e = lambda T: f"np.sum(ad.hessian({h})({v}) * {c})"  # noqa: E731
+        wrap = self.pick(["none", "none", "for", "if"])
+        test_v, test_c = self.pick(b.vecs), _c(r)
+        j = int(r.integers(0, n))
+
+        def render(T, pad):
+            lines = [f"{pad}{p(T)}" for p in pre]
+            update = f"{target} = {target} + 0.1 * {e(T)}"
+            if wrap == "for":
+                return lines + [f"{pad}for r{k} in range(2):", f"{pad}    {update}"]
+            if wrap == "if":
+                return lines + [f"{pad}if {T.gt(f'{test_v}[{j}]', test_c)}:",
+                                f"{pad}    {update}"]
+            return lines + [f"{pad}{update}"]
+        return render
+
+
 class Program:
     """Program ``index`` of ``seed``: its source, sample arguments and transforms."""
 
-    def __init__(self, seed, index):
+    def __init__(self, seed, index, extras=True):
         self.seed, self.index = seed, index
         self.name = f"fuzz_{seed}_{index}"
         rng = np.random.default_rng([seed, index])
@@ -328,7 +493,15 @@ class Program:
                        "M": (rng.normal(size=(self.m, n)) / np.sqrt(n)).round(2),
                        "COEF": rng.normal(size=4).round(2)}
         body = _Body(rng, n, self.has_k, self.has_a, self.helpers)
-        body.build(int(rng.integers(2, 6)))
+        # The "first hour" statements (comprehensions, local lambdas and defs,
+        # in-place helpers, keyword arguments, library functions, transforms
+        # inside) come from a stream of their own: with ``extras=False``, or
+        # when the draw says none, the program is the one this generator made
+        # before they existed.
+        xrng = np.random.default_rng([seed, index, 1])
+        self.extras = bool(extras and xrng.random() < EXTRAS_SHARE)
+        self.extra_helpers = []
+        body.build(int(rng.integers(2, 6)), _Extras(xrng, body, self) if self.extras else None)
         self.body = body
         last_v, last_s = body.vecs[-1], (body.scals[-1] if body.scals else "0.5")
         other_v = body.pick(body.vecs)
@@ -351,6 +524,8 @@ class Program:
                    if only is None or n == only]
         text = "\n".join(body + [r for _, r in entries])
         lines = ["import numpy as np", ""]
+        if "ad." in text:
+            lines[1:1] = ["", "import s2s_ad as ad"]
         for k, v in self.consts.items():
             lines.append(f"{k} = np.array({v.tolist()!r})")
         if instrument:
@@ -358,6 +533,9 @@ class Program:
         for h in self.helpers:
             if keep is None or h in text:
                 lines += ["", ""] + HELPERS[h](T)
+        for h in self.extra_helpers:
+            if f"{h}(" in text:
+                lines += ["", ""] + EXTRA_HELPERS[h](T)
         for fname, ret in entries:
             lines += ["", "", f"def {fname}({', '.join(self.params)}):", *body,
                       f"    return {ret}"]

@@ -9,7 +9,10 @@ inside and outside ``vmap`` -- must agree with central finite differences
   ``programs/small_arrays.py`` (and a few others) that is a function of float
   arrays and scalars, through the cheap (NumPy) witnesses for the transforms
   that apply, and through one compiled witness each (rotating over the
-  compiled witnesses, so the corpus covers all of them);
+  compiled witnesses, so the corpus covers all of them); the same for
+  ``programs/first_hour.py`` (comprehensions, local lambdas and defs, helpers
+  writing in place, transforms inside transforms, keyword arguments, library
+  and linalg functions);
 * random programs from ``s2s_ad.fuzz``: ``RANDOM_PROGRAMS`` through the NumPy
   witnesses (three transforms each, rotating), and ``NUMBA_PROGRAMS``
   through every compiled witness of one transform each (rotating);
@@ -37,6 +40,7 @@ cf = load_program(HERE / "programs" / "control_flow.py")
 sa = load_program(HERE / "programs" / "small_arrays.py")
 vp = load_program(HERE / "programs" / "vectorize_programs.py")
 nu = load_program(HERE / "programs" / "numpy_user_code.py")
+fh = load_program(HERE / "programs" / "first_hour.py")
 
 SEED = 2026
 RANDOM_PROGRAMS = 150
@@ -115,7 +119,11 @@ def _batched(args, argnums):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("corpus", n), id=n)
                                   for n in CORPUS])
 def test_corpus_python_witnesses(name):
-    fn, make, argnums = CORPUS[name]
+    _check_python_witnesses(CORPUS, name)
+
+
+def _check_python_witnesses(corpus, name):
+    fn, make, argnums = corpus[name]
     args = make()
     batched, axes = _batched(args, argnums)
     report = oracle.check_all(fn, args, argnums, axes, name=name, batched_args=batched,
@@ -131,9 +139,13 @@ NUMBA_WITNESSES = [(t, w.name) for t in ("grad", "vmap_grad", "jacrev", "jacfwd"
                                   for n in CORPUS])
 def test_corpus_one_compiled_witness(name):
     """One compiled witness per program, rotating, so the corpus covers all of them."""
-    fn, make, argnums = CORPUS[name]
+    _check_one_compiled_witness(CORPUS, name)
+
+
+def _check_one_compiled_witness(corpus, name):
+    fn, make, argnums = corpus[name]
     args = make()
-    transform, witness = NUMBA_WITNESSES[list(CORPUS).index(name) % len(NUMBA_WITNESSES)]
+    transform, witness = NUMBA_WITNESSES[list(corpus).index(name) % len(NUMBA_WITNESSES)]
     out = fn(*make())
     if transform.endswith("grad") and np.ndim(out) != 0:
         transform = transform.replace("grad", "jacrev")
@@ -141,6 +153,35 @@ def test_corpus_one_compiled_witness(name):
     report = oracle.check(fn, batched if transform.startswith("vmap") else args, transform,
                           argnums, axes, name=name, only={witness, "python", "vmap[loop]"})
     _assert_clean(report)
+
+
+# The "first hour" features (comprehensions, local lambdas and defs, helpers writing
+# into their arguments, transforms inside transforms, keyword arguments, library
+# functions), mixed with loops and branches: programs/first_hour.py.
+def _first_hour():
+    out = {}
+    for fn, make, argnums in fh.CORPUS:
+        key = f"first_hour.{fn.__name__}"
+        while key in out:
+            key += "'"
+        out[key] = (fn, make, argnums)
+    return out
+
+
+FIRST_HOUR = _first_hour()
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("first_hour", n), id=n)
+                                  for n in FIRST_HOUR])
+def test_first_hour_python_witnesses(name):
+    _check_python_witnesses(FIRST_HOUR, name)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks("first_hour_numba", n), id=n)
+                                  for n in FIRST_HOUR])
+def test_first_hour_one_compiled_witness(name):
+    """One compiled witness per program, rotating over them as for the corpus."""
+    _check_one_compiled_witness(FIRST_HOUR, name)
 
 
 # Benchmark workloads whose primal is a function of float arrays/scalars (tiny sizes).
@@ -202,7 +243,7 @@ def test_random_program_numba_witnesses(folder, index):
     pytest.param(*key, marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else [],
                  id=f"p{key[0]}-{key[1]}-{key[2]}") for key, reason in FINDINGS.items()])
 def test_pinned_finding(folder, index, entry, transform):
-    program = fuzz.Program(SEED, index)
+    program = fuzz.Program(SEED, index, extras=False)     # as the finding was made
     module, one, batch = fuzz.prepare(program, folder)
     args = batch if transform.startswith("vmap") else one
     _assert_clean(oracle.check(getattr(module, entry), args, transform, program.argnums,
@@ -215,6 +256,21 @@ def test_programs_are_deterministic():
     assert fuzz.Program(7, 3).source() != fuzz.Program(7, 4).source()
     inst = fuzz.Program(7, 3).source(instrument=True)
     assert "_MARGINS" in inst
+
+
+def test_first_hour_statements_leave_the_other_programs_as_they_were():
+    """The first-hour statements come from a stream of their own: a program
+    without them is the one the generator made before they existed."""
+    programs = [fuzz.Program(7, i) for i in range(40)]
+    with_extras = [p for p in programs if p.extras]
+    assert 0 < len(with_extras) < len(programs)
+    for p in programs:
+        plain = fuzz.Program(7, p.index, extras=False)
+        assert not plain.extras
+        assert (p.source() == plain.source()) == (not p.extras)
+    text = "".join(p.source() for p in with_extras)
+    for feature in (" for ", "lambda", "ad.", "x_axpy(", "np.linalg.", "scale="):
+        assert feature in text
 
 
 def test_cli_summary_line(tmp_path, capsys):

@@ -272,11 +272,37 @@ class Record(Tup):
         return self.items[keys.index(key)] if key in keys else None
 
 
+class ListTree(tuple):
+    """The structure of a list display passed to a helper: a tuple of
+    structures that is not equal to the tuple's, so the helper sees a list
+    (``v[idx]`` with ``idx = [2, 0]`` indexes with an integer array)."""
+
+    def __eq__(self, other):
+        return type(other) is ListTree and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((ListTree, tuple(self)))
+
+
+def same_structure(a, b):
+    """Whether two lowered values have one structure, a list matching a tuple."""
+    def plain(tree):
+        if isinstance(tree, Fields):
+            return Fields(tuple(map(plain, tree)), tree.container)
+        return tuple(map(plain, tree)) if isinstance(tree, tuple) else tree
+    return plain(tree_of(a)) == plain(tree_of(b))
+
+
 def tree_of(value):
-    """The structure of a lowered value (LEAF, a tuple of structures, or
-    :class:`~s2s_ad.ir.Fields` for a dict or NamedTuple)."""
+    """The structure of a lowered value (LEAF, a tuple of structures -- a
+    :class:`ListTree` for a list -- or :class:`~s2s_ad.ir.pytree.Fields` for a
+    dict or NamedTuple)."""
     if isinstance(value, Record):
         return Fields(tuple(tree_of(v) for v in value.items), value.container)
     if isinstance(value, Tup):
-        return tuple(tree_of(v) for v in value.items)
+        items = tuple(tree_of(v) for v in value.items)
+        return ListTree(items) if value.is_list else items
     return LEAF

@@ -120,7 +120,10 @@ def _mapped(rule):
         _MAPPED[rule.name] = Rule(
             name=f"rt.map_rule[{rule.name}]", params=("rule", "batched") + rule.params,
             operands=rule.operands, emit="rt.map_rule", defaults=dict(rule.defaults),
-            vjp=vjp, jvp={p: "rt.map_rule_jvp(unsupported)" for p in vjp})
+            vjp=vjp, jvp={p: "rt.map_rule_jvp(unsupported)" for p in vjp},
+            # What has no derivative per example has none batched: a higher
+            # derivative through it must be refused, not taken as zero.
+            nondiff=rule.nondiff, piecewise=rule.piecewise, undiff=rule.undiff)
     return _MAPPED[rule.name]
 
 

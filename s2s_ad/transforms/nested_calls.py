@@ -23,7 +23,7 @@ from ..frontend.anf import (
     transformed_object,
     tree_of,
 )
-from ..ir import Call, Const, For, Tup, Var, leaves_of
+from ..ir import Call, Const, For, Tup, Var, leaves_of, same_structure
 from ..rules.internal import (
     STACK_LIKE,
 )
@@ -113,7 +113,7 @@ def call_vjp_fn(lw, vjp_fn, node):
     if len(node.args) != 1 or node.keywords:
         raise lw.error(node, "vjp_fn takes one cotangent, passed positionally")
     ct = lw.expr(node.args[0])
-    if tree_of(ct) != tree_of(vjp_fn.out):
+    if not same_structure(ct, vjp_fn.out):
         raise lw.error(node, "the cotangent passed to vjp_fn must have the structure of the "
                        "output of ad.vjp's function")
     n = len(vjp_fn.primals)
@@ -245,7 +245,7 @@ def call_jvp(lw, node, spec=None):
         raise lw.error(node, "ad.jvp needs a tuple of primals and a tuple of tangents "
                          "with one tangent per primal")
     for p, t in zip(primals.items, tangents.items):
-        if tree_of(p) != tree_of(t):
+        if not same_structure(p, t):
             raise lw.error(node, "each tangent passed to ad.jvp must have the structure "
                              "of its primal")
     callee = lower(lw, spec, [tree_of(v) for v in primals.items], node)

@@ -269,4 +269,9 @@ class Expressions:
             return Const(slice(None)) if (node.lower, node.upper, node.step) == (None,) * 3 else \
                 Slice(*(None if b is None else self.expr(b)
                         for b in (node.lower, node.upper, node.step)))
-        return self.expr(node)
+        value = self.expr(node)
+        if isinstance(value, Tup) and value.is_list:
+            # x[[2, 0]] (or a name bound to a list): NumPy indexes with an
+            # integer array there, not with the tuple (2, 0).
+            return self.array_of(value, node)
+        return value

@@ -10,6 +10,7 @@ from ...ir import (
     LEAF,
     Const,
     Function,
+    ListTree,
     Prim,
     Record,
     Return,
@@ -77,7 +78,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
         items = tuple(self._param(f"{name}_{i}", sub) for i, sub in enumerate(tree))
         if isinstance(tree, pytree.Fields):
             return Record(items, container=tree.container)
-        return Tup(items)
+        return Tup(items, is_list=isinstance(tree, ListTree))
 
     def copy_params(self, positions):
         """The body works on copies of the parameter leaves at ``positions``

@@ -1,0 +1,158 @@
+"""Regressions the differential oracle found in the "first hour" corpus
+(programs/first_hour.py) and the fuzzer's first-hour statements.
+
+* f4: a list used as an index (``x[[2, 0]]``, ``idx = [2, 0]; x[idx]``, a list
+  passed to a helper that indexes with it, and ``np.take(x, [2, 0])``, whose
+  library implementation indexes with its ``indices`` argument) was lowered
+  as the tuple index ``x[2, 0]``: an IndexError in every transform.
+* f5: the second derivative of ``np.cumprod`` (``ad.hessian``,
+  ``ad.jacfwd(ad.grad(f))``, ``ad.jacrev(ad.grad(f))``) was silently zero
+  off the diagonal: batching ``rt.cumprod_jvp`` for the Hessian's columns
+  (``rt.map_rule``) dropped the mark that it has no derivative of its own,
+  so reverse mode took it as constant.  It is now refused, as the unbatched
+  path already did.
+* f6: any derivative of a function calling ``ad.vjp`` of a function with two
+  outputs, then ``vjp_fn((ct1, ct2))``, crashed in the compiler: the
+  contract function took the cotangent as one leaf, not the output's
+  structure (fixed in ``transforms/nested.py``; a dict output too).
+* f7 (fuzz seed 7, program 180): ``ad.jit(ad.jacrev(ad.vmap(f)))`` of an
+  ``f`` with one number per example returned zeros for every example but the
+  first under ``compile="tiered"``: the widened adjoint read an element of
+  its lanes array as ``lanes[b, ..., q]``, a 0-d view in NumPy (the tier that
+  answers first), which the next statement zeroed.  Now ``lanes[b, q]``.
+
+Derivatives are checked against central differences of the plain function.
+"""
+import numpy as np
+import pytest
+from conftest import fd_jacobian
+
+import s2s_ad as ad
+
+X = np.array([0.6, -0.35, 1.1, 0.2])
+JITS = {"python": lambda f: f, "jit": ad.jit}
+
+
+def list_literal_index(x):
+    return np.sum(x[[2, 0]] * x[1])
+
+
+def list_name_index(x):
+    idx = [3, 0, 3]
+    return np.sum(np.sin(x[idx]))
+
+
+def _pick(v, i):
+    return v[i]
+
+
+def list_to_helper(x):
+    return np.sum(_pick(x, [2, 0]) ** 2)
+
+
+def take_list(x):
+    return np.sum(np.take(x, [2, 0]) * np.flip(x)[:2])
+
+
+def list_in_tuple_index(M):
+    return np.sum(M[[0, 2], 1] ** 2)
+
+
+def list_index_write(x):
+    y = x * 1.0
+    y[[0, 2]] = x[[1, 3]] * 2.0
+    return np.sum(y * x)
+
+
+def list_index_vector(x):
+    return x[[3, 1]] * x[0]
+
+
+def tuple_argument_still_a_tuple(x):
+    return _pick(x, 1) * np.sum(x)
+
+
+@pytest.mark.parametrize("target", list(JITS))
+@pytest.mark.parametrize("fn", [list_literal_index, list_name_index, list_to_helper, take_list,
+                                list_index_write, tuple_argument_still_a_tuple])
+def test_list_as_index_grad(fn, target):
+    got = JITS[target](ad.grad(fn))(X.copy())
+    np.testing.assert_allclose(got, fd_jacobian(fn, X), rtol=1e-6, atol=1e-8)
+
+
+def test_list_in_tuple_index():
+    M = np.arange(9.0).reshape(3, 3) * 0.1 + 0.3
+    np.testing.assert_allclose(ad.grad(list_in_tuple_index)(M),
+                               fd_jacobian(list_in_tuple_index, M), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_list_index_jacobian(transform):
+    got = getattr(ad, transform)(list_index_vector)(X)
+    np.testing.assert_allclose(got, fd_jacobian(list_index_vector, X), rtol=1e-6, atol=1e-8)
+
+
+def cumprod_sum(x):
+    return np.sum(np.cumprod(x))
+
+
+def cumprod_vector(x):
+    return np.cumprod(x) * x[0]
+
+
+@pytest.mark.parametrize("second", [ad.hessian, lambda f: ad.jacfwd(ad.grad(f)),
+                                    lambda f: ad.jacrev(ad.grad(f))],
+                         ids=["hessian", "jacfwd(grad)", "jacrev(grad)"])
+def test_cumprod_second_derivative_is_refused_not_zero(second):
+    with pytest.raises(ad.NonDifferentiableError, match="cumprod_jvp"):
+        second(cumprod_sum)(X)
+
+
+def test_cumprod_first_derivatives_still_exact():
+    np.testing.assert_allclose(ad.grad(cumprod_sum)(X), fd_jacobian(cumprod_sum, X),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ad.jacfwd(cumprod_vector)(X), fd_jacobian(cumprod_vector, X),
+                               rtol=1e-6, atol=1e-8)
+
+
+def per_example_square_sum(x):
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("compile", ["eager", "tiered"])
+def test_jit_jacrev_of_vmap_with_one_number_per_example(compile):
+    xs = np.array([[0.3, -0.4], [1.2, 0.2], [-1.1, 0.7]])
+    want = fd_jacobian(lambda z: np.sum(z * z, axis=1), xs)
+    np.testing.assert_allclose(ad.jacrev(ad.vmap(per_example_square_sum))(xs), want,
+                               rtol=1e-6, atol=1e-8)
+    jitted = ad.jit(ad.jacrev(ad.vmap(per_example_square_sum)), compile=compile)
+    np.testing.assert_allclose(jitted(xs), want, rtol=1e-6, atol=1e-8)
+
+
+def _two_outputs(x):
+    return np.sin(x), x * 2.0
+
+
+def vjp_of_two_outputs(x):
+    out, vjp_fn = ad.vjp(_two_outputs, x)
+    (ct,) = vjp_fn((x, x * 0.5))
+    return np.sum(ct ** 2) + np.sum(out[0])
+
+
+def _dict_outputs(x):
+    return {"a": np.sin(x), "b": x * 2.0}
+
+
+def vjp_of_dict_outputs(x):
+    out, vjp_fn = ad.vjp(_dict_outputs, x)
+    (ct,) = vjp_fn({"a": x, "b": x * 0.5})
+    return np.sum(ct ** 2) + np.sum(out["a"])
+
+
+@pytest.mark.parametrize("f", [vjp_of_two_outputs, vjp_of_dict_outputs])
+def test_derivatives_through_vjp_of_several_outputs(f):
+    x = np.array([0.3, -0.7, 1.1])
+    want = fd_jacobian(f, x)
+    np.testing.assert_allclose(ad.grad(f)(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ad.jit(ad.grad(f))(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ad.jacfwd(f)(x), want, rtol=1e-6, atol=1e-8)
