@@ -277,8 +277,8 @@ def test_widen_gives_arrays_the_loops_index_lanes():
         "bx_0 = bx_lanes[..., 0]",                 # bx is read after the sweep
         "bx_1 = bx_lanes[..., 1]",
         "for i in range(n):",
-        "    bx_lanes[i, ..., 0] += bd_lanes[i + 1, ..., 0] * w",
-        "    bx_lanes[i, ..., 1] += bd_lanes[i + 1, ..., 1] * w"]
+        "    bx_lanes[i, 0] += bd_lanes[i + 1, 0] * w",
+        "    bx_lanes[i, 1] += bd_lanes[i + 1, 1] * w"]
 
 
 @pytest.mark.parametrize("text", [
@@ -401,12 +401,12 @@ def test_widen_computes_a_chains_partials_once_and_applies_them_per_row():
         "        bz_d_2 = bz_d + bz_d_1",
         "        bx_d = bz_d_2 / h",
         "        # every row, through the partials above",
-        "        bd_el_0 = bd_lanes[c, ..., 0]",      # the rows' loads, then their writes
-        "        bd_el_1 = bd_lanes[c, ..., 1]",
-        "        bd_el_2 = bd_lanes[c, ..., 2]",
-        "        bx_lanes[i, ..., 0] += bd_el_0 * bx_d",
-        "        bx_lanes[i, ..., 1] += bd_el_1 * bx_d",
-        "        bx_lanes[i, ..., 2] += bd_el_2 * bx_d"]
+        "        bd_el_0 = bd_lanes[c, 0]",      # the rows' loads, then their writes
+        "        bd_el_1 = bd_lanes[c, 1]",
+        "        bd_el_2 = bd_lanes[c, 2]",
+        "        bx_lanes[i, 0] += bd_el_0 * bx_d",
+        "        bx_lanes[i, 1] += bd_el_1 * bx_d",
+        "        bx_lanes[i, 2] += bd_el_2 * bx_d"]
 
 
 def test_widen_carries_a_cotangent_through_its_partial():
@@ -475,5 +475,5 @@ def test_widen_gives_lanes_to_arrays_any_new_array_call_made():
         "bx_0 = bx_lanes[..., 0]",
         "bx_1 = bx_lanes[..., 1]",
         "for i in range(n):",
-        "    bx_lanes[i, ..., 0] += b_out_0[i] * w",
-        "    bx_lanes[i, ..., 1] += b_out_1[i] * w"]
+        "    bx_lanes[i, 0] += b_out_0[i] * w",
+        "    bx_lanes[i, 1] += b_out_1[i] * w"]
