@@ -20,9 +20,10 @@ is not a pure joint VJP, a runtime call that writes into a shared array).
 Arrays whose elements the loops read and write (``bx[i] += ...``) get
 *lanes*: the K copies become views ``bx_lanes[..., q]`` of one array with
 the K cotangents side by side in memory, and the loops index that array
-(``bx_lanes[i, ..., q]``).  The K repeated statements of a loop body then
-load and store neighbouring elements, which LLVM's SLP vectorizer turns into
-SIMD instructions across the cotangents (see :func:`uses_lanes`).
+(``bx_lanes[i, q]`` for an element, ``bx_lanes[i, ..., q]`` for a row).
+The K repeated statements of a loop body then load and store neighbouring
+elements, which LLVM's SLP vectorizer turns into SIMD instructions across
+the cotangents (see :func:`uses_lanes`).
 """
 import ast
 import copy
