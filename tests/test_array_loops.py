@@ -22,12 +22,7 @@ al = load_program(HERE / "programs" / "array_loops.py")
 
 
 #: Known compiler bugs (strict: the mark fails loudly once fixed).
-KNOWN_BUGS = {
-    # Present before the array-loop lowerings too: v = a[i:] is a view, the
-    # write a[i] = ... changes v[0], and the gradient treats v as a copy.
-    "written_after_read": "a view read before an in-place write to its base is "
-                          "differentiated as if it were a copy",
-}
+KNOWN_BUGS = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(

@@ -236,3 +236,22 @@ class LocalFn:
     @property
     def name(self):
         return getattr(self.node, "name", "lambda")
+
+
+def _element_stores(body):
+    """The names whose elements a block assigns (``a[i] = ...``, ``a[i] += ...``),
+    nested blocks included."""
+    out = set()
+    for stmt in body:
+        for node in gast.walk(stmt):
+            targets = node.targets if isinstance(node, gast.Assign) else \
+                [node.target] if isinstance(node, gast.AugAssign) else []
+            for target in targets:
+                for sub in gast.walk(target):
+                    if isinstance(sub, gast.Subscript):
+                        base = sub.value
+                        while isinstance(base, gast.Subscript):
+                            base = base.value
+                        if isinstance(base, gast.Name):
+                            out.add(base.id)
+    return out

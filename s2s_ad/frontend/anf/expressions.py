@@ -75,7 +75,7 @@ class Expressions:
         if node.id in self.src.locals:
             if node.id not in self.env:
                 raise self.error(node, f"local variable '{node.id}' is used before it is assigned")
-            return self.env[node.id]
+            return self.current_view(self.env[node.id], node)
         return self.constant(node.id, self.src.lookup(node), node)
 
     def expr_Attribute(self, node):

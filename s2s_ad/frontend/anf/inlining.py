@@ -151,6 +151,7 @@ class Inlining:
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse = self.cse
         child.views = self.views
+        child.writes, child.made_at = self.writes, self.made_at
         child.ranks = self.ranks
         child.params, child.written = self.params, self.written
         child.arguments = {leaf.name for v in values for leaf in _leaves(v)
@@ -199,6 +200,7 @@ class Inlining:
         child.src, child.program, child.names = src, self.program, self.names
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
+        child.writes, child.made_at = self.writes, self.made_at
         child.params, child.written = self.params, self.written
         child.arguments = {leaf.name for v in values for leaf in _leaves(v)
                            if isinstance(leaf, Var)}

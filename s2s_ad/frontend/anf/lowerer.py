@@ -34,6 +34,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
     """Lowers one function body; one instance per (function, structure)."""
 
     view_of = None            # see __init__ (None in lowerers that do not track views)
+    writes = None             # see __init__
 
     effects = 0               # calls so far that wrote into an array their caller passed
 
@@ -49,6 +50,10 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
         self.cse = {}             # id(block) -> {primitive key: its value}
         self.views = set()        # names that may share another array's memory
         self.view_of = {}         # a view made by indexing -> (array, index)
+        # Writes into each array so far (its root's name -> count), and each
+        # view's (root, count) when it was made: a view read after a write
+        # into its array is read again from the array (Memory.current_view).
+        self.writes, self.made_at = {}, {}
         self.node = src.node
         self.param_trees = []
         self.params = []

@@ -121,7 +121,34 @@ class Memory:
             value = self.view_of[value.name][0]
         return value
 
+    def current_view(self, value, node):
+        """``value``, or -- when it is a view of an array written into since the
+        view was made -- the view read again from the array: a NumPy view sees
+        the write, so its derivative must too (re-slicing is exactly what the
+        view holds).  A view that is not one slice of an array cannot be read
+        again and is refused."""
+        if self.writes is None or not isinstance(value, Var) or \
+                value.name not in self.made_at:
+            return value
+        root, count = self.made_at[value.name]
+        if self.writes.get(root, 0) == count:
+            return value
+        origin = (self.view_of or {}).get(value.name)
+        if origin is None or not isinstance(origin[0], Var) or origin[0].name != root:
+            raise self.error(node, f"'{node.id}' is a view (a reshape, transpose or slice of a "
+                             f"slice) of an array written into since it was made; NumPy's "
+                             f"view would show the write. Make the view again after the "
+                             f"write, or copy it where it is made (np.copy(...))")
+        return self.emit(rules.RULES["getitem"], [origin[0]], {"index": origin[1]}, node)
+
+    def note_array_write(self, storage):
+        """``storage``'s array is written into (see :meth:`current_view`)."""
+        if self.writes is not None:
+            name = self.root(storage).name
+            self.writes[name] = self.writes.get(name, 0) + 1
+
     def emit_setitem(self, storage, index, value):
         self.cse.clear()           # an element write may change what reads see
+        self.note_array_write(storage)
         self.body.append(Prim([], rules.RULES["setitem"], [storage, value], {"index": index},
                               self.src.loc(self.node)))

@@ -20,7 +20,15 @@ from ...ir import (
     pytree,
 )
 from . import markers
-from .common import LocalFn, _leaves, _records, _replace, _stored_names, _values
+from .common import (
+    LocalFn,
+    _element_stores,
+    _leaves,
+    _records,
+    _replace,
+    _stored_names,
+    _values,
+)
 
 
 class Statements:
@@ -176,6 +184,12 @@ class Statements:
 
     def enter_loop(self, node, body):
         """Header names for the variables a loop body assigns."""
+        # An array the body writes into may change under a view made before
+        # the loop from one iteration to the next: such views are read again
+        # (see Memory.current_view).
+        for name in sorted(_element_stores(body)):
+            if isinstance(self.env.get(name), Var):
+                self.note_array_write(self.env[name])
         headers = {}
         for name in sorted(_stored_names(body)):
             if name in self.env:
@@ -278,6 +292,8 @@ class Statements:
             self.views.add(new.name)
         if self.view_of and old.name in self.view_of:
             self.view_of[new.name] = self.view_of[old.name]
+        if self.made_at and old.name in self.made_at:
+            self.made_at[new.name] = self.made_at[old.name]
         for table in self.cse.values():
             for key, v in table.items():
                 if v == old:
