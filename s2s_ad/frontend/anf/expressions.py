@@ -100,7 +100,7 @@ class Expressions:
         made = next((s for s in reversed(self.body) if isinstance(s, Prim) and
                      isinstance(value, Var) and value.name in s.targets), None)
         if made is not None and made.rule.unknown:
-            from ..analyses.activity import no_rule_message
+            from ...analyses.activity import no_rule_message
             loc = self.src.loc(node)
             raise NonDifferentiableError(
                 f"{no_rule_message(made.rule)}; the attribute '.{node.attr}' of its result is "
