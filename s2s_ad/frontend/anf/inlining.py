@@ -146,19 +146,8 @@ class Inlining:
                              "write the recursion as a loop")
         values, writebacks = self.view_arguments(fn, values, node)
         src = self.program.source(fn)
-        child = type(self).__new__(type(self))
-        child.src, child.program, child.names = src, self.program, self.names
-        child.consts, child.body, child.loops = self.consts, self.body, self.loops
-        child.cse = self.cse
-        child.views = self.views
-        child.writes, child.made_at = self.writes, self.made_at
-        child.ranks = self.ranks
-        child.params, child.written = self.params, self.written
-        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
-                           if isinstance(leaf, Var)}
-        child.arg_writes = {}
+        child = self._inlined(src, values)
         child.view_of, child.effects = self.view_of, 0
-        child.env = dict(zip(src.param_names, values))
         self.program._active.append(fn)
         try:
             for stmt in src.node.body:
@@ -196,16 +185,7 @@ class Inlining:
         src = _InlinedSource(self.program.source(impl.fn), self.src, node, name)
         if self.program._active.count(impl.fn) > 32:    # constant options end a recursion
             raise self.error(node, f"{impl.name} calls itself too deeply")
-        child = type(self).__new__(type(self))
-        child.src, child.program, child.names = src, self.program, self.names
-        child.consts, child.body, child.loops = self.consts, self.body, self.loops
-        child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
-        child.writes, child.made_at = self.writes, self.made_at
-        child.params, child.written = self.params, self.written
-        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
-                           if isinstance(leaf, Var)}
-        child.arg_writes = {}
-        child.env = dict(zip(src.param_names, values))
+        child = self._inlined(src, values)
         self.program._active.append(impl.fn)
         start = len(self.body)
         try:
@@ -217,3 +197,18 @@ class Inlining:
         if any(isinstance(p, Prim) and p.rule.name == "setitem" for p in walk(self.body[start:])):
             self.effects += 1           # np.add.at / np.put: a call for its effect
         return child.body.pop().value
+
+    def _inlined(self, src, values):
+        """A lowerer for ``src`` lowered in place here: its parameters bound to
+        ``values``; this function's body, names, tables and write tracking."""
+        child = type(self).__new__(type(self))
+        child.src, child.program, child.names = src, self.program, self.names
+        child.consts, child.body, child.loops = self.consts, self.body, self.loops
+        child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
+        child.writes, child.made_at = self.writes, self.made_at
+        child.params, child.written = self.params, self.written
+        child.arguments = {leaf.name for v in values for leaf in _leaves(v)
+                           if isinstance(leaf, Var)}
+        child.arg_writes = {}
+        child.env = dict(zip(src.param_names, values))
+        return child
