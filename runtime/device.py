@@ -23,6 +23,7 @@ needed, list length given, ran out of room].
 ``register_jitable``: the same definition runs in Python (the simulator),
 ``numba.njit`` and ``numba.cuda.jit``.
 """
+import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
@@ -97,3 +98,53 @@ def _pop_as(stack, n, like, need):
             return kind(0)
         return kind(stack[slot(stack, n)])
     return as_number
+
+
+# -- arrays of static shape in per-thread memory (see s2s_ad/api/cuda_local.py) --------
+def fill(out, value):
+    """Every element of ``out`` (a 1-D or 2-D local array) set to ``value``."""
+    out[...] = value
+
+
+def copy_into(out, x, scale):
+    """``out`` set to ``scale * x``; a 2-D ``x`` into a 1-D ``out`` row by row
+    (the kernel's output row of a Jacobian)."""
+    out[...] = (scale * np.asarray(x)).reshape(out.shape)
+
+
+@overload(fill, target="generic")
+def _fill(out, value):
+    if out.ndim == 1:
+        def fill1(out, value):
+            for i in range(out.shape[0]):
+                out[i] = value
+        return fill1
+
+    def fill2(out, value):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = value
+    return fill2
+
+
+@overload(copy_into, target="generic")
+def _copy_into(out, x, scale):
+    if out.ndim == x.ndim == 1:
+        def copy1(out, x, scale):
+            for i in range(x.shape[0]):
+                out[i] = scale * x[i]
+        return copy1
+    if out.ndim == x.ndim == 2:
+        def copy2(out, x, scale):
+            for i in range(x.shape[0]):
+                for j in range(x.shape[1]):
+                    out[i, j] = scale * x[i, j]
+        return copy2
+    if out.ndim == 1 and x.ndim == 2:
+        def flatten(out, x, scale):
+            n = x.shape[1]
+            for i in range(x.shape[0]):
+                for j in range(n):
+                    out[i * n + j] = scale * x[i, j]
+        return flatten
+    return None

@@ -212,11 +212,13 @@ def test_jvp_inside_the_per_example_function_equals_cpu():
 
 
 @runs
-def test_hvp_inside_the_per_example_function_says_what_to_write():
-    f = ad.jit(ad.vmap(ode_hvp, in_axes=(0, 0, 0, None, None)), target="cuda")
-    with pytest.raises(UnsupportedSyntaxError, match=r"ad.vmap\(ad.hessian\(f\)\)") as info:
-        f(rng.random((2, 4)), rng.random((2, 2)), rng.random((2, 4)), 0.05, 3)
-    assert "cuda_seeds.py" in str(info.value)
+def test_hvp_inside_the_per_example_function_equals_the_batched_hessian():
+    # (tests/test_cuda_nested.py: the other transforms inside, and finite differences)
+    theta, state0, v = 1 + 0.1 * rng.random((2, 4)), rng.random((2, 2)), rng.random((2, 4))
+    hv = _both(ode_hvp, (0, 0, 0, None, None), theta, state0, v, 0.05, 3)
+    hess = ad.jit(ad.vmap(ad.hessian(ode_loss), in_axes=(0, 0, None, None)), target="cuda")(
+        theta, state0, 0.05, 3)
+    np.testing.assert_allclose(hv, np.einsum("bij,bj->bi", hess, v), rtol=1e-10)
 
 
 @runs
@@ -358,8 +360,10 @@ def test_kernels_compile_to_ptx(nvvm, case):
 @pytest.mark.skipif(RUNS, reason="kernels already run in this process")
 def test_under_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    # this file and the other CUDA test files, in one process (the simulator is slow to start)
+    files = [__file__] + sorted(str(p) for p in Path(__file__).parent.glob("test_cuda_*.py"))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           __file__], env=env, capture_output=True, text=True, timeout=600,
+                           *files], env=env, capture_output=True, text=True, timeout=600,
                           cwd=Path(__file__).parent.parent)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "failed" not in proc.stdout and " passed" in proc.stdout

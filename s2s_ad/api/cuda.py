@@ -33,6 +33,7 @@ from .. import backends
 from ..errors import UnsupportedSyntaxError
 from ..ir import pytree
 from .core import Transformed
+from .cuda_local import StaticShapes, array_slots, rewrite_assign, rewrite_return
 from .vmap import Batched
 from .vmap_common import _element_paths, _float_dtype, _raw_leaves, _rebuild_raw
 
@@ -275,9 +276,10 @@ class _DeviceRewrite(ast.NodeTransformer):
         text, line = _user_line(self.lines, node.lineno)
         if text and re.search(r"\bad\.(grad|value_and_grad|vjp|jacfwd|jacrev|hessian|hvp)\(",
                               text):
-            instead = ("a transform written inside the per-example function builds its "
-                       "result as an array: batch the transform itself, as in "
-                       "ad.vmap(ad.hessian(f)) or ad.vmap(ad.grad(f)) (ad.jvp inside is fine)")
+            instead = ("a transform written inside the per-example function runs on the "
+                       "device when what it differentiates is scalars or 1-d arrays of "
+                       "static length (kept in per-thread arrays); otherwise batch the "
+                       "transform itself, as in ad.vmap(ad.hessian(f)) or ad.vmap(ad.grad(f))")
         raise UnsupportedSyntaxError(
             f"target='cuda': a GPU thread cannot run this line: {what}; {instead}, or use "
             f"target='cpu'", self.filename, line, 1, text)
@@ -307,9 +309,13 @@ class _DeviceRewrite(ast.NodeTransformer):
         self.function = node.name
         self.stacks = set()
         self.lists = _list_stacks(node)
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        self.rets = [] if node.name == self.entry else [
+            _fresh(f"ret{k}", used) for k in range(len(array_slots(self.local, node.name)))]
         self.generic_visit(node)
         if node.name in self.taped:
             node.args.args += [ast.arg("tape"), ast.arg("tape_top"), ast.arg("need")]
+        node.args.args += [ast.arg(r) for r in self.rets]
         if node.name == self.entry:
             node.args.args += [ast.arg(v) for v in self.outputs.values()]
         return node
@@ -327,6 +333,11 @@ class _DeviceRewrite(ast.NodeTransformer):
                     ast.Assign([ast.Name(self.lists[name], ast.Store())], ast.Constant(0),
                                lineno=node.lineno)]
         if isinstance(value, ast.List) and not value.elts:
+            if self.nested:
+                self.refuse(node, "reverse mode over a transform written inside the "
+                            "per-example function keeps a list of arrays, one per column",
+                            "differentiate that function in forward mode (ad.jacfwd, ad.jvp "
+                            "of it), or batch the inner transform itself")
             self.refuse(node, "it keeps a list whose length is known only while it runs",
                         "write it with scalars and loops")
         stack = _stack_call(value, "pop", self.lists)
@@ -361,6 +372,9 @@ class _DeviceRewrite(ast.NodeTransformer):
                                       [ast.Name(f"{name}_out", ast.Load())], [])),
                     ast.Assign([node.targets[0]], ast.Name(f"{name}_out", ast.Load()),
                                lineno=node.lineno)]
+        local = rewrite_assign(self, node)       # arrays of static shape: per-thread arrays
+        if local is not None:
+            return local
         return self.generic_visit(node)
 
     def visit_Expr(self, node):
@@ -376,6 +390,24 @@ class _DeviceRewrite(ast.NodeTransformer):
 
     def visit_Return(self, node):
         self.generic_visit(node)
+        if self.rets:
+            return rewrite_return(self, node, self.rets)
+        copies = []
+        if self.function == self.entry:
+            # arrays of static shape returned: copied into the kernel's output rows for them
+            def local(value, path):
+                if isinstance(value, ast.Tuple):
+                    value.elts = [local(v, path + (k,)) for k, v in enumerate(value.elts)]
+                    return value
+                if isinstance(value, ast.Name) and value.id in \
+                        self.local.shapes.get(self.entry, {}) and value.id not in self.arrays \
+                        and value.id not in self.outputs:
+                    out = self.outputs[value.id] = f"{value.id}_out"
+                    copies.append(ast.Expr(ast.Call(_attr("rtd.copy_into"), [
+                        ast.Name(out, ast.Load()), value, ast.Constant(1.0)], [])))
+                    return ast.Call(_attr("rt.like"), [ast.Name(value.id, ast.Load())], [])
+                return value
+            node.value = local(node.value, ())
         if self.function == self.entry and self.outputs:
             self.returned = {}
 
@@ -389,7 +421,7 @@ class _DeviceRewrite(ast.NodeTransformer):
                     return ast.Constant(None)
                 return value
             node.value = strip(node.value, ())
-        return node
+        return copies + [node] if copies else node
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
@@ -473,6 +505,14 @@ def _list_stacks(function):
     return stacks
 
 
+def _fresh(name, used):
+    """``name``, or with underscores after it, not in ``used`` (then added)."""
+    while name in used:
+        name += "_"
+    used.add(name)
+    return name
+
+
 def _load(target):
     """A copy of an assignment target, read."""
     node = ast.parse(ast.unparse(target), mode="eval").body
@@ -498,13 +538,16 @@ def _user_line(lines, lineno):
     return None, None
 
 
-def device_source(source, entry, arrays=None):
+def device_source(source, entry, arrays=None, shapes=None, floats="float64"):
     """The generated per-example module rewritten as device code, and whether
     its entry takes a tape.  ``arrays``: the entry's array arguments and
-    their ranks."""
+    their ranks; ``shapes``: their shapes; ``floats``: the dtype of the
+    per-thread arrays (see :mod:`s2s_ad.api.cuda_local`)."""
     tree = ast.parse(source)
     rewrite = _DeviceRewrite(source)
     rewrite.entry, rewrite.arrays = entry, dict(arrays or {})
+    rewrite.local, rewrite.floats = StaticShapes(tree, entry, dict(shapes or {})), floats
+    rewrite.nested = "rt.unit_like(" in source       # transforms written inside it
     rewrite.outputs, rewrite.returned = {}, {}
     m = re.search(r"\(([^()]*):\d+\)\.$", source.split("\n", 1)[0])
     rewrite.filename = m.group(1) if m else None
@@ -560,7 +603,10 @@ class Kernel:
         self.raw_paths = raw_paths
         params = getattr(st.compiled, st.entry).__code__.co_varnames
         arrays = {p: np.ndim(x) for p, x in zip(params, leaves0) if isinstance(x, np.ndarray)}
-        device, taped, self.in_place = device_source(st.source, st.entry, arrays)
+        shapes = {p: np.shape(x) for p, x in zip(params, leaves0) if isinstance(x, np.ndarray)}
+        self.floats = _float_dtype(leaves0)
+        device, taped, self.in_place = device_source(st.source, st.entry, arrays, shapes,
+                                                     self.floats.name)
         consts = dict(st.program.consts)
         path = backends.write_module(device, consts, f"cuda_{st.entry}")
         name = f"s2s_ad_generated.{backends.module_name(device, consts, 'cuda_' + st.entry)}"

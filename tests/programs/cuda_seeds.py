@@ -90,6 +90,6 @@ def ode_directional(theta, state0, dtheta, h, n_steps):
 
 
 def ode_hvp(theta, state0, v, h, n_steps):
-    """A Hessian-vector product inside the per-example function (its gradient
-    helper builds arrays: not runnable by a GPU thread)."""
+    """A Hessian-vector product inside the per-example function (its arrays of
+    static shape are per-thread arrays on the GPU)."""
     return ad.hvp(lambda th: ode_loss(th, state0, h, n_steps), (theta,), (v,))

@@ -1,0 +1,52 @@
+"""Transforms written inside per-example functions, for the CUDA target
+(tests/test_cuda_nested.py): their results are arrays of small static
+length, which a GPU thread keeps in ``cuda.local.array``."""
+import numpy as np
+from programs.cuda_seeds import ode_loss
+
+import s2s_ad as ad
+
+
+def quartic(x, c):
+    """A small scalar function of a 3-vector."""
+    return c * x[0] ** 2 * x[1] + np.sin(x[1] * x[2]) + x[0] * x[2] ** 3
+
+
+def hvp_inside(x, v, c):
+    """A Hessian-vector product per example."""
+    return ad.hvp(lambda z: quartic(z, c), (x,), (v,))
+
+
+def grad_inside(x, c):
+    """A gradient per example, then a scalar of it."""
+    g = ad.grad(quartic)(x, c)
+    return g[0] * g[1] + g[2]
+
+
+def grad_returned(x, c):
+    """A gradient per example, returned whole."""
+    return ad.grad(quartic)(x, c)
+
+
+def jacrev_inside(x, c):
+    """A Jacobian (of the gradient) per example: the Hessian, returned as rows."""
+    h = ad.jacrev(ad.grad(quartic))(x, c)
+    return h[0, 0] + h[1, 2], h[2, 1]
+
+
+def hessian_inside(x, c):
+    """ad.hessian per example, reduced to its trace."""
+    h = ad.hessian(quartic)(x, c)
+    return h[0, 0] + h[1, 1] + h[2, 2]
+
+
+def vjp_inside(x, u, c):
+    """ad.vjp per example: the cotangent pulled back through the gradient."""
+    out, pull = ad.vjp(lambda z: quartic(z, c), x)
+    (g,) = pull(u)
+    return out, g
+
+
+def ode_hvp_inside(theta, state0, v, h, n_steps):
+    """The RK4 loss's Hessian-vector product per example (a loop inside)."""
+    return ad.hvp(lambda th: ode_loss(th, state0, h, n_steps), (theta,), (v,))

@@ -1,0 +1,172 @@
+"""The CUDA target with transforms written inside the per-example function:
+``ad.jit(ad.vmap(lambda x, v: ad.hvp(f, (x,), (v,))), target="cuda")`` and
+``ad.grad``/``ad.jacrev``/``ad.hessian``/``ad.vjp`` inside, whose results
+are arrays of static shape kept in ``cuda.local.array`` (s2s_ad/api/cuda_local.py),
+and forward-mode transforms of such functions.
+
+Kernels run on a GPU or in Numba's CUDA simulator: tests/test_cuda.py's
+``test_under_simulator`` runs this file too, in its one simulator subprocess.
+Without either, the kernels are compiled to PTX (libNVVM only), which
+checks what the simulator cannot: that a GPU can compile them (nothing
+allocated, no array returned from a device function's frame).
+"""
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import s2s_ad as ad
+from s2s_ad.api.cuda import simulated
+from s2s_ad.errors import UnsupportedSyntaxError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import fd_jacobian  # noqa: E402
+from programs.cuda_nested import (  # noqa: E402
+    grad_inside,
+    grad_returned,
+    hessian_inside,
+    hvp_inside,
+    jacrev_inside,
+    ode_hvp_inside,
+    vjp_inside,
+)
+from programs.cuda_seeds import ode_loss  # noqa: E402
+
+
+def _gpu():
+    if simulated():
+        return False
+    try:
+        from numba import cuda
+        return cuda.is_available()
+    except Exception:            # noqa: BLE001
+        return False
+
+
+RUNS = simulated() or _gpu()
+runs = pytest.mark.skipif(not RUNS, reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1 "
+                          "(tests/test_cuda.py::test_under_simulator runs these)")
+B, C = 3, 0.7
+rng = np.random.default_rng(11)
+X, V, U = rng.random((B, 3)), rng.random((B, 3)), rng.random(B)
+
+
+def quartic_grad(x, c=C):
+    """The gradient of programs.cuda_nested.quartic, by hand."""
+    cos = np.cos(x[1] * x[2])
+    return np.array([2 * c * x[0] * x[1] + x[2] ** 3, c * x[0] ** 2 + x[2] * cos,
+                     x[1] * cos + 3 * x[0] * x[2] ** 2])
+
+
+def quartic_hessian(x):
+    return fd_jacobian(quartic_grad, x)
+
+
+def _both(fun, in_axes, *args):
+    """The kernel's result, checked equal to the CPU's (the NumPy backend: the
+    Numba one takes seconds to compile these, and tests/test_cuda.py compares
+    with it)."""
+    gpu = ad.jit(ad.vmap(fun, in_axes=in_axes), target="cuda")(*args)
+    cpu = ad.vmap(fun, in_axes=in_axes)(*args)
+    for a, b in zip(*(ad.pytree.flatten(v)[0] for v in (gpu, cpu))):
+        assert isinstance(a, np.ndarray) and a.shape == np.shape(b)
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    return gpu
+
+
+@runs
+def test_hvp_inside_equals_cpu_and_finite_differences():
+    hv = _both(hvp_inside, (0, 0, None), X, V, C)
+    assert hv.shape == (B, 3)
+    for b in range(B):
+        np.testing.assert_allclose(hv[b], quartic_hessian(X[b]) @ V[b], rtol=1e-6, atol=1e-8)
+
+
+@runs
+def test_grad_inside_returned_whole_and_reduced():
+    g = _both(grad_returned, (0, None), X, C)
+    np.testing.assert_allclose(g, [quartic_grad(x) for x in X], rtol=1e-12)
+    s = _both(grad_inside, (0, None), X, C)
+    np.testing.assert_allclose(s, g[:, 0] * g[:, 1] + g[:, 2], rtol=1e-12)
+
+
+@runs
+def test_jacrev_and_hessian_inside_equal_cpu_and_finite_differences():
+    a, b = _both(jacrev_inside, (0, None), X, C)
+    trace = _both(hessian_inside, (0, None), X, C)
+    for k in range(B):
+        h = quartic_hessian(X[k])
+        np.testing.assert_allclose([a[k], b[k], trace[k]],
+                                   [h[0, 0] + h[1, 2], h[2, 1], np.trace(h)], rtol=1e-6)
+
+
+@runs
+def test_vjp_inside_equals_cpu():
+    out, g = _both(vjp_inside, (0, 0, None), X, U, C)
+    np.testing.assert_allclose(g, U[:, None] * np.array([quartic_grad(x) for x in X]),
+                               rtol=1e-12)
+    assert out.shape == (B,)
+
+
+@runs
+def test_hvp_of_an_ode_inside_equals_cpu_and_finite_differences():
+    theta, state0, v = 1 + 0.1 * rng.random((B, 4)), rng.random((B, 2)), rng.random((B, 4))
+    hv = _both(ode_hvp_inside, (0, 0, 0, None, None), theta, state0, v, 0.05, 6)
+    grad = ad.grad(ode_loss)               # the NumPy backend's gradient
+    eps = 1e-5
+    fd = (grad(theta[1] + eps * v[1], state0[1], 0.05, 6)
+          - grad(theta[1] - eps * v[1], state0[1], 0.05, 6)) / (2 * eps)
+    np.testing.assert_allclose(hv[1], fd, rtol=1e-5, atol=1e-8)
+
+
+@runs
+def test_forward_mode_over_transforms_inside():
+    # jacfwd of a gradient computed inside: the Hessian
+    h = _both(ad.jacfwd(grad_returned), (0, None), X, C)
+    # jacfwd of the HVP in its vector: the Hessian again
+    hv = _both(ad.jacfwd(hvp_inside, argnums=1), (0, 0, None), X, V, C)
+    for b in range(B):
+        np.testing.assert_allclose(h[b], quartic_hessian(X[b]), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hv, h, rtol=1e-10)
+
+
+@runs
+def test_reverse_mode_over_a_transform_inside_says_what_to_write():
+    f = ad.jit(ad.vmap(ad.grad(grad_inside), in_axes=(0, None)), target="cuda")
+    with pytest.raises(UnsupportedSyntaxError, match="forward mode") as info:
+        f(X, C)
+    assert "cuda_nested.py" in str(info.value)
+
+
+def test_local_arrays_in_the_generated_source():
+    f = ad.jit(ad.vmap(hvp_inside, in_axes=(0, 0, None)), target="cuda")
+    text = ad.source(f, X, V, C)
+    assert "cuda.local.array((1, 3), np.float64)" in text        # the gradient's storage
+    assert "np.array(" not in text and "rt.unit_like" not in text
+    assert "ret0" in text and "rtd.copy_into(" in text           # results in caller's arrays
+
+
+# -- PTX: what a GPU compiles ----------------------------------------------------
+@pytest.fixture
+def nvvm(monkeypatch):
+    try:
+        from numba.cuda.cudadrv import nvvm as nv
+        nv.NVVM()
+    except Exception as error:       # noqa: BLE001
+        pytest.skip(f"no libNVVM: {error}")
+    if not _gpu():
+        import numba.cuda.dispatcher as disp
+        monkeypatch.setattr(disp, "get_current_device",
+                            lambda: types.SimpleNamespace(compute_capability=(8, 0)))
+
+
+@pytest.mark.skipif(simulated(), reason="the simulator has no PTX compiler")
+def test_kernels_compile_to_ptx(nvvm):
+    cases = [(hvp_inside, (0, 0, None), (X, V, C)), (jacrev_inside, (0, None), (X, C)),
+             (vjp_inside, (0, 0, None), (X, U, C)),
+             (ad.jacfwd(grad_returned), (0, None), (X, C))]
+    for fun, axes, args in cases:
+        ptx = ad.jit(ad.vmap(fun, in_axes=axes), target="cuda").compile_ptx(*args)
+        assert ".entry" in ptx and "malloc" not in ptx
