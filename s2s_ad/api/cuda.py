@@ -33,14 +33,11 @@ from .. import backends
 from ..errors import UnsupportedSyntaxError
 from ..ir import pytree
 from .core import Transformed
+from .cuda_launch import FALLBACK, choose
 from .cuda_local import StaticShapes, array_slots, rewrite_assign, rewrite_return
 from .vmap import Batched
 from .vmap_common import _element_paths, _float_dtype, _raw_leaves, _rebuild_raw
 
-#: Threads per block unless ``threads_per_block=`` says otherwise: a multiple
-#: of the warp size that keeps several blocks resident per multiprocessor for
-#: kernels of up to ~128 registers per thread.
-THREADS_PER_BLOCK = 128
 #: The tapes of one launch use at most this many bytes (fewer threads, each
 #: looping over more examples, when a thread's reverse sweep needs much).
 TAPE_BUDGET = 512 * 2 ** 20
@@ -114,7 +111,8 @@ class CudaBatched:
             self.per_example = self.per_example.derived(
                 options={**self.per_example.options, "element_grads": True})
         self.batched = Batched(self.per_example, batched.in_axes, batched.out_axes, "loop")
-        self.threads_per_block = options.get("threads_per_block") or THREADS_PER_BLOCK
+        #: None: from the kernel's occupancy (s2s_ad/api/cuda_launch.py); a number overrides
+        self.threads_per_block = options.get("threads_per_block")
         self.stream = options.get("stream", 0)
         self._kernels = {}
         self.source = None
@@ -194,7 +192,8 @@ class CudaBatched:
         sig += [types.Array(typeof(np.empty(0, floats if type(v) is float or nd == "elements"
                                             else np.result_type(v))).dtype, 2, "C")
                 for v, (_, nd) in zip(raw_leaves, kernel.raw_paths)]
-        sig += [types.Array(types.float64, 2, "C"), types.Array(types.int64, 2, "C")]
+        sig += [types.Array(typeof(np.empty(0, kernel.tape_dtype)).dtype, 2, "C"),
+                types.Array(types.int64, 2, "C")]
         ptx, _ = numba_cuda().compile_ptx(kernel.kernel.py_func, tuple(sig), cc=cc)
         return ptx
 
@@ -620,6 +619,8 @@ class Kernel:
         exec(compile(self.kernel_text, f"<s2s_ad CUDA kernel for {st.entry}>", "exec"), scope)
         self.kernel = scope["vmap_kernel"]
         self.cap = self.scratch              # tape slots per thread (see runtime/device.py)
+        self.tape_dtype = np.float64
+        self.block = FALLBACK                # threads per block of the last launch
         self.list_cap = 1                    # slots per stack the CPU code keeps as a list
 
     def _kernel_source(self, entry, axes, raw_paths, raw, elements):
@@ -658,7 +659,19 @@ class Kernel:
                 + textwrap.indent("\n".join(body), " " * 8) + "\n")
 
     def launch(self, cuda, inputs, outs, size, threads_per_block, stream):
-        """Run the kernel over ``size`` examples, lengthening the tape until it fits."""
+        """Run the kernel over ``size`` examples, lengthening the tape until it fits.
+        ``threads_per_block`` None: chosen from the kernel's occupancy."""
+        kernel = self.kernel
+        if threads_per_block is None:
+            types = [*inputs, *outs, cuda.device_array((1, 1), dtype=self.tape_dtype),
+                     cuda.device_array((1, 5), dtype=np.int64)]
+            try:
+                kernel, threads_per_block = choose(self.kernel, types,
+                                                   None if simulated() else
+                                                   cuda.get_current_device())
+            except NumbaError as error:         # typing and lowering errors
+                raise self._explain(error) from error
+        self.block = threads_per_block
         if simulated():
             threads_per_block = min(threads_per_block, 32)  # a Python thread each
         while True:
@@ -666,13 +679,13 @@ class Kernel:
             blocks = -(-threads // threads_per_block)
             rows = blocks * threads_per_block
             tape = cuda.device_array((rows, self.cap) if self.taped else (1, 1),
-                                     dtype=np.float64, stream=stream)
+                                     dtype=self.tape_dtype, stream=stream)
             need = np.zeros((rows if self.taped else 1, 5), dtype=np.int64)
             need[:, 1] = self.scratch
             need[:, 3] = self.list_cap
             need = cuda.to_device(need, stream=stream)
             try:
-                self.kernel[blocks, threads_per_block, stream](*inputs, *outs, tape, need)
+                kernel[blocks, threads_per_block, stream](*inputs, *outs, tape, need)
             except NumbaError as error:         # typing and lowering errors
                 raise self._explain(error) from error
             if not self.taped:
@@ -687,7 +700,8 @@ class Kernel:
     def _threads(self, size, threads_per_block):
         limit = MAX_THREADS
         if self.taped:
-            limit = max(threads_per_block, TAPE_BUDGET // (8 * self.cap))
+            limit = max(threads_per_block,
+                        TAPE_BUDGET // (np.dtype(self.tape_dtype).itemsize * self.cap))
         if simulated():
             limit = min(limit, 32)
         return max(1, min(size, limit))
