@@ -11,18 +11,17 @@ checks what the simulator cannot: that a GPU can compile them (nothing
 allocated, no array returned from a device function's frame).
 """
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.api.cuda import simulated
 from s2s_ad.errors import UnsupportedSyntaxError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import fd_jacobian  # noqa: E402
+from cuda_support import nvvm, ptx_only, runs  # noqa: E402,F401
 from programs.cuda_nested import (  # noqa: E402
     grad_inside,
     grad_returned,
@@ -34,20 +33,6 @@ from programs.cuda_nested import (  # noqa: E402
 )
 from programs.cuda_seeds import ode_loss  # noqa: E402
 
-
-def _gpu():
-    if simulated():
-        return False
-    try:
-        from numba import cuda
-        return cuda.is_available()
-    except Exception:            # noqa: BLE001
-        return False
-
-
-RUNS = simulated() or _gpu()
-runs = pytest.mark.skipif(not RUNS, reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1 "
-                          "(tests/test_cuda.py::test_under_simulator runs these)")
 B, C = 3, 0.7
 rng = np.random.default_rng(11)
 X, V, U = rng.random((B, 3)), rng.random((B, 3)), rng.random(B)
@@ -149,21 +134,9 @@ def test_local_arrays_in_the_generated_source():
 
 
 # -- PTX: what a GPU compiles ----------------------------------------------------
-@pytest.fixture
-def nvvm(monkeypatch):
-    try:
-        from numba.cuda.cudadrv import nvvm as nv
-        nv.NVVM()
-    except Exception as error:       # noqa: BLE001
-        pytest.skip(f"no libNVVM: {error}")
-    if not _gpu():
-        import numba.cuda.dispatcher as disp
-        monkeypatch.setattr(disp, "get_current_device",
-                            lambda: types.SimpleNamespace(compute_capability=(8, 0)))
-
-
-@pytest.mark.skipif(simulated(), reason="the simulator has no PTX compiler")
-def test_kernels_compile_to_ptx(nvvm):
+@ptx_only
+@pytest.mark.usefixtures("nvvm")
+def test_kernels_compile_to_ptx():
     cases = [(hvp_inside, (0, 0, None), (X, V, C)), (jacrev_inside, (0, None), (X, C)),
              (vjp_inside, (0, 0, None), (X, U, C)),
              (ad.jacfwd(grad_returned), (0, None), (X, C))]

@@ -33,6 +33,7 @@ from .. import backends
 from ..errors import UnsupportedSyntaxError
 from ..ir import pytree
 from .core import Transformed
+from .cuda_float32 import float32_constants
 from .cuda_launch import FALLBACK, choose
 from .cuda_local import StaticShapes, array_slots, rewrite_assign, rewrite_return
 from .vmap import Batched
@@ -537,11 +538,12 @@ def _user_line(lines, lineno):
     return None, None
 
 
-def device_source(source, entry, arrays=None, shapes=None, floats="float64"):
+def device_source(source, entry, arrays=None, shapes=None, floats="float64", float_args=()):
     """The generated per-example module rewritten as device code, and whether
     its entry takes a tape.  ``arrays``: the entry's array arguments and
     their ranks; ``shapes``: their shapes; ``floats``: the dtype of the
-    per-thread arrays (see :mod:`s2s_ad.api.cuda_local`)."""
+    per-thread arrays (see :mod:`s2s_ad.api.cuda_local`); ``float_args``: the
+    entry's float arguments (for float32 constants, :mod:`s2s_ad.api.cuda_float32`)."""
     tree = ast.parse(source)
     rewrite = _DeviceRewrite(source)
     rewrite.entry, rewrite.arrays = entry, dict(arrays or {})
@@ -551,6 +553,9 @@ def device_source(source, entry, arrays=None, shapes=None, floats="float64"):
     m = re.search(r"\(([^()]*):\d+\)\.$", source.split("\n", 1)[0])
     rewrite.filename = m.group(1) if m else None
     tree = rewrite.visit(tree)
+    if floats == "float32":
+        tree = float32_constants(tree, entry, [a for a in float_args if a not in rewrite.arrays],
+                                 [a for a in float_args if a in rewrite.arrays])
     body = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -604,8 +609,11 @@ class Kernel:
         arrays = {p: np.ndim(x) for p, x in zip(params, leaves0) if isinstance(x, np.ndarray)}
         shapes = {p: np.shape(x) for p, x in zip(params, leaves0) if isinstance(x, np.ndarray)}
         self.floats = _float_dtype(leaves0)
+        float_args = [p for p, x in zip(params, leaves0)
+                      if isinstance(x, (float, np.floating)) or
+                      isinstance(x, np.ndarray) and x.dtype.kind == "f"]
         device, taped, self.in_place = device_source(st.source, st.entry, arrays, shapes,
-                                                     self.floats.name)
+                                                     self.floats.name, float_args)
         consts = dict(st.program.consts)
         path = backends.write_module(device, consts, f"cuda_{st.entry}")
         name = f"s2s_ad_generated.{backends.module_name(device, consts, 'cuda_' + st.entry)}"
@@ -619,7 +627,10 @@ class Kernel:
         exec(compile(self.kernel_text, f"<s2s_ad CUDA kernel for {st.entry}>", "exec"), scope)
         self.kernel = scope["vmap_kernel"]
         self.cap = self.scratch              # tape slots per thread (see runtime/device.py)
-        self.tape_dtype = np.float64
+        # float32 kernels keep float32 tapes, unless a stack the CPU code keeps as a list
+        # stores integers there too (exact in float64 up to 2**53, in float32 only to 2**24)
+        self.tape_dtype = np.float32 if self.floats == np.float32 and \
+            "rtd.list_take(" not in device else np.float64
         self.block = FALLBACK                # threads per block of the last launch
         self.list_cap = 1                    # slots per stack the CPU code keeps as a list
 
