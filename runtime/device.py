@@ -148,3 +148,40 @@ def _copy_into(out, x, scale):
                     out[i * n + j] = scale * x[i, j]
         return flatten
     return None
+
+
+# -- max and min of two scalars (Numba's CUDA target cannot compile Python's max/min) --
+@register_jitable
+def max2(a, b):
+    """Python's ``max(a, b)``."""
+    return b if b > a else a
+
+
+@register_jitable
+def min2(a, b):
+    """Python's ``min(a, b)``."""
+    return b if b < a else a
+
+
+@register_jitable
+def maximum(a, b):
+    """``np.maximum`` of two scalars: a NaN wins."""
+    return a if a > b or a != a else b
+
+
+@register_jitable
+def minimum(a, b):
+    """``np.minimum`` of two scalars: a NaN wins."""
+    return a if a < b or a != a else b
+
+
+@register_jitable
+def fmax(a, b):
+    """``np.fmax`` of two scalars: a NaN loses."""
+    return a if a > b or b != b else b
+
+
+@register_jitable
+def fmin(a, b):
+    """``np.fmin`` of two scalars: a NaN loses."""
+    return a if a < b or b != b else b

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import fd_jacobian  # noqa: E402
 from cuda_support import nvvm, ptx_only, runs  # noqa: E402,F401
 from programs.cuda_nested import (  # noqa: E402
+    clipped_grad,
     grad_inside,
     grad_returned,
     hessian_inside,
@@ -107,6 +108,18 @@ def test_hvp_of_an_ode_inside_equals_cpu_and_finite_differences():
 
 
 @runs
+def test_clipped_per_example_gradients_equal_cpu():
+    big = np.vstack([X, 3 + X[:1]])                # one gradient longer than 1, clipped
+    a, b, c = _both(clipped_grad, (0, None), big, C)
+    g = np.array([quartic_grad(x) for x in big])
+    scale = np.minimum(1.0, 1.0 / np.linalg.norm(g, axis=1))
+    assert scale.min() < 1.0 and scale.max() == 1.0
+    np.testing.assert_allclose(np.stack([a, b], 1), scale[:, None] * g[:, :2], rtol=1e-12)
+    np.testing.assert_allclose(c, np.maximum(np.maximum(scale * g[:, 2], -1.0), big[:, 0] - 2),
+                               rtol=1e-12)
+
+
+@runs
 def test_forward_mode_over_transforms_inside():
     # jacfwd of a gradient computed inside: the Hessian
     h = _both(ad.jacfwd(grad_returned), (0, None), X, C)
@@ -138,6 +151,7 @@ def test_local_arrays_in_the_generated_source():
 @pytest.mark.usefixtures("nvvm")
 def test_kernels_compile_to_ptx():
     cases = [(hvp_inside, (0, 0, None), (X, V, C)), (jacrev_inside, (0, None), (X, C)),
+             (clipped_grad, (0, None), (X, C)),
              (vjp_inside, (0, 0, None), (X, U, C)),
              (ad.jacfwd(grad_returned), (0, None), (X, C))]
     for fun, axes, args in cases:

@@ -22,6 +22,7 @@ calls NumPy on arrays -- is an error at the first call that names the
 user's line.  Per-example Jacobians are in :mod:`s2s_ad.api.cuda_jacobians`.
 """
 import ast
+import builtins
 import os
 import re
 import textwrap
@@ -435,6 +436,13 @@ class _DeviceRewrite(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.taped:
             node.args += [ast.Name(n, ast.Load()) for n in ("tape", "tape_top", "need")]
+        if isinstance(func, ast.Name) and func.id in ("max", "min") and len(node.args) >= 2 \
+                and not node.keywords:
+            # Python's max/min of scalars, two at a time: rtd.max2(rtd.max2(a, b), c)
+            folded = node.args[0]
+            for arg in node.args[1:]:
+                folded = ast.Call(_attr(f"rtd.{func.id}2"), [folded, arg], [])
+            return folded
         if isinstance(func, ast.Attribute) and func.attr in ("append", "pop"):
             self.refuse(node, "its reverse sweep keeps a list of values whose length is "
                         "known only while the loop runs",
@@ -450,11 +458,12 @@ class _DeviceRewrite(ast.NodeTransformer):
             if name in ("abs", "absolute") and len(node.args) == 1:
                 node.func = ast.Name("abs", ast.Load())
                 return node
+            if name == "shape" and len(node.args) == 1:
+                return ast.Attribute(node.args[0], "shape", ast.Load())   # a tuple, no array
             if name == "square" and len(node.args) == 1:
                 return ast.BinOp(node.args[0], ast.Mult(), node.args[0])
             if name in ("maximum", "minimum", "fmax", "fmin") and len(node.args) == 2:
-                node.func = ast.Name("max" if name in ("maximum", "fmax") else "min",
-                                     ast.Load())
+                node.func = _attr(f"rtd.{name}")      # NumPy's NaN rules, on scalars
                 return node
             self.refuse(node, f"it calls np.{name}, which needs arrays a thread would "
                         f"allocate (only arrays of small static length become scalars)",
@@ -614,7 +623,9 @@ class Kernel:
                       isinstance(x, np.ndarray) and x.dtype.kind == "f"]
         device, taped, self.in_place = device_source(st.source, st.entry, arrays, shapes,
                                                      self.floats.name, float_args)
-        consts = dict(st.program.consts)
+        # Python's max/min/abs called in the user's code are Numba's builtins on the device
+        consts = {k: v for k, v in st.program.consts.items()
+                  if not (k in ("max", "min", "abs") and v is getattr(builtins, k))}
         path = backends.write_module(device, consts, f"cuda_{st.entry}")
         name = f"s2s_ad_generated.{backends.module_name(device, consts, 'cuda_' + st.entry)}"
         self.device = backends.import_file(path, name, consts, device, reuse=True)

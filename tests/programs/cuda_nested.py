@@ -50,3 +50,12 @@ def vjp_inside(x, u, c):
 def ode_hvp_inside(theta, state0, v, h, n_steps):
     """The RK4 loss's Hessian-vector product per example (a loop inside)."""
     return ad.hvp(lambda th: ode_loss(th, state0, h, n_steps), (theta,), (v,))
+
+
+def clipped_grad(x, c):
+    """DP-SGD's per-example clipped gradient: the gradient scaled to norm <= 1
+    (Python's min and max, np.maximum on the device)."""
+    g = ad.grad(quartic)(x, c)
+    norm = np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
+    scale = min(1.0, 1.0 / np.maximum(norm, 1e-12))
+    return scale * g[0], scale * g[1], max(scale * g[2], -1.0, x[0] - 2.0)
