@@ -442,6 +442,9 @@ def build_parser(prog="python -m benchmarks"):
                              "(measures compile latency from scratch)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 1 when a target is missed, too")
+    parser.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: the GPU workloads of benchmarks/gpu/run.py instead (skipped, "
+                             "with a message, without a GPU or numba's CUDA support)")
     parser.add_argument("--latency-probe", metavar="NAME", help=argparse.SUPPRESS)
     return parser
 
@@ -539,6 +542,10 @@ def main(argv=None, prog="python -m benchmarks"):
     if args.latency_probe:
         print(json.dumps(latency_probe(args.latency_probe)))
         return 0
+    if args.target == "cuda":
+        from .gpu.run import main as gpu
+        return gpu((["--json", args.json] if args.json else [])
+                   + (["--dry-run"] if args.size == "tiny" else []))
     result = run_suite(argv, prog=prog)
     bad = [f"{name}: {c['label']} {c['status']}"
            for name, res in result["workloads"].items()

@@ -1,0 +1,1 @@
+"""GPU benchmarks of the CUDA target: ``python -m benchmarks.gpu.run`` (see run.py)."""
