@@ -43,8 +43,12 @@ def tape_take(tape, top, n, need):
 
 @register_jitable
 def slot(stack, top):
-    """``top`` clamped into ``stack`` (whose length is at least one)."""
+    """``top`` clamped into ``stack`` (whose length is at least one).  Below zero
+    too: once a thread ran out of room its popped branches are zeros, so a
+    reverse sweep may pop a stack more often than it pushed."""
     last = stack.shape[0] - 1
+    if top < 0:
+        return 0
     return top if top < last else last
 
 
