@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import fd_jacobian  # noqa: E402
 from cuda_support import nvvm, ptx_only, runs  # noqa: E402,F401
 from programs.cuda_nested import (  # noqa: E402
+    carried_gradient,
     clipped_grad,
     grad_inside,
     grad_returned,
@@ -30,6 +31,7 @@ from programs.cuda_nested import (  # noqa: E402
     hvp_inside,
     jacrev_inside,
     ode_hvp_inside,
+    quartic,
     vjp_inside,
 )
 from programs.cuda_seeds import ode_loss  # noqa: E402
@@ -66,6 +68,18 @@ def _both(fun, in_axes, *args):
 def test_hvp_inside_equals_cpu_and_finite_differences():
     hv = _both(hvp_inside, (0, 0, None), X, V, C)
     assert hv.shape == (B, 3)
+    for b in range(B):
+        np.testing.assert_allclose(hv[b], quartic_hessian(X[b]) @ V[b], rtol=1e-6, atol=1e-8)
+
+
+def quartic_c(x):
+    return quartic(x, C)
+
+
+@runs
+def test_hvp_of_a_lambda_batched_directly():
+    hv = ad.jit(ad.vmap(lambda x, v: ad.hvp(quartic_c, (x,), (v,)), in_axes=(0, 0)),
+                target="cuda")(X, V)
     for b in range(B):
         np.testing.assert_allclose(hv[b], quartic_hessian(X[b]) @ V[b], rtol=1e-6, atol=1e-8)
 
@@ -134,6 +148,16 @@ def test_forward_mode_over_transforms_inside():
 def test_reverse_mode_over_a_transform_inside_says_what_to_write():
     f = ad.jit(ad.vmap(ad.grad(grad_inside), in_axes=(0, None)), target="cuda")
     with pytest.raises(UnsupportedSyntaxError, match="forward mode") as info:
+        f(X, C)
+    assert "cuda_nested.py" in str(info.value)
+
+
+@runs
+def test_an_array_kept_past_its_loop_iteration_is_refused():
+    # one buffer per thread for g: keeping last iteration's g would read the new one
+    f = ad.jit(ad.vmap(carried_gradient, in_axes=(0, None)), target="cuda")
+    with pytest.raises(UnsupportedSyntaxError, match="the array g, made inside a loop, is "
+                       "kept past its iteration") as info:
         f(X, C)
     assert "cuda_nested.py" in str(info.value)
 

@@ -308,6 +308,8 @@ class _DeviceRewrite(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node):
         self.function = node.name
+        if self.local.problem and self.local.problem[0] is node:
+            self.refuse(node, self.local.problem[1], "call it with arrays of one shape")
         self.stacks = set()
         self.lists = _list_stacks(node)
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

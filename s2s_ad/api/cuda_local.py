@@ -117,6 +117,7 @@ class StaticShapes:
                 for t, s in zip(names, slots):
                     if isinstance(t, ast.Name) and s:
                         shapes[t.id] = s
+                        self.created[name][t.id] = depth     # the caller's buffer for it
             return
         if not isinstance(target, ast.Name):
             return

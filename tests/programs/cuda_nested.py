@@ -59,3 +59,15 @@ def clipped_grad(x, c):
     norm = np.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
     scale = min(1.0, 1.0 / np.maximum(norm, 1e-12))
     return scale * g[0], scale * g[1], max(scale * g[2], -1.0, x[0] - 2.0)
+
+
+def carried_gradient(x, c):
+    """A gradient computed in a loop and kept for the next iteration: one
+    buffer per thread cannot hold both, so the CUDA target refuses it."""
+    g_prev = ad.grad(quartic)(x, c)
+    s = 0.0
+    for k in range(2):
+        g = ad.grad(quartic)(x * (1.0 + k), c)
+        s = s + g_prev[0] * g[1]
+        g_prev = g
+    return s
