@@ -69,7 +69,10 @@ def test_float32_results_equal_the_cpu_path(case):
 @ptx_only
 @pytest.mark.usefixtures("nvvm")
 def test_float32_kernels_have_no_float64_instructions():
-    for case in ("td0", "rk4", "mlp"):
-        fun, axes, args = CASES[case]
-        ptx = ad.jit(ad.vmap(fun, in_axes=axes), target="cuda").compile_ptx(*_single(args))
+    for case in ("td0", "rk4", "mlp", "rk4 with a Python float step"):
+        fun, axes, args = CASES[case.split()[0]]
+        args = _single(args)
+        if case.endswith("step"):          # float32 arrays, the step size a Python float
+            args = args[:2] + (0.05,) + args[3:]
+        ptx = ad.jit(ad.vmap(fun, in_axes=axes), target="cuda").compile_ptx(*args)
         assert ".f32" in ptx and not re.findall(r"^\s*[a-z.]+\.f64\b", ptx, re.M), case

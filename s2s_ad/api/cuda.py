@@ -136,6 +136,7 @@ class CudaBatched:
         kernel, post, raw, elements, raw_leaves = self._kernel(host, axes, treedefs)
         stream = self.stream if stream is None else stream
         inputs = [_to_device(cuda, x, a, d, stream) for x, a, d in zip(leaves, axes, on_device)]
+        inputs = _single_floats(inputs, kernel)
         floats = _float_dtype(host)
         outs = [cuda.device_array((size, int(np.size(v))), stream=stream,
                                   dtype=floats if type(v) is float or ndim == "elements"
@@ -190,7 +191,7 @@ class CudaBatched:
         host, kernel, raw_leaves = self.build(*args)
         floats = _float_dtype(host)
         sig = [typeof(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else typeof(x)
-               for x in host]
+               for x in _single_floats(host, kernel)]
         sig += [types.Array(typeof(np.empty(0, floats if type(v) is float or nd == "elements"
                                             else np.result_type(v))).dtype, 2, "C")
                 for v, (_, nd) in zip(raw_leaves, kernel.raw_paths)]
@@ -220,6 +221,14 @@ class CudaBatched:
             return head + ("# (the kernel is generated on the first call, for the argument "
                            "layout it sees; pass example arguments to ad.source)\n")
         return head + self.source
+
+
+def _single_floats(args, kernel):
+    """Python floats (shared scalars such as a step size) as float32 in a float32
+    kernel: Numba would type them float64 and compute in float64 with them."""
+    if kernel.floats != np.float32:
+        return args
+    return [np.float32(x) if type(x) is float else x for x in args]
 
 
 def _type_key(x):
