@@ -45,3 +45,10 @@ def test_agreement_is_relative_to_the_largest_magnitude():
 def test_without_a_gpu_it_says_so_and_succeeds(capsys):
     assert run.main([]) == 0
     assert "GPU benchmarks skipped" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(simulated() or run.gpu_missing() is None, reason="kernels can run here")
+def test_benchmarks_target_cuda_runs_the_gpu_script(capsys):
+    from benchmarks.runner import main
+    assert main(["--target", "cuda"]) == 0
+    assert "GPU benchmarks skipped: no usable NVIDIA GPU" in capsys.readouterr().out
