@@ -26,10 +26,6 @@ iteration) is refused.
 """
 import ast
 
-#: Runtime calls whose result is an array of static shape, given their operands'.
-BUILDERS = ("rt.grad_zeros", "rt.jac_zeros", "rt.zeros_like", "rt.unit_like", "rt.jac_shape",
-            "rt.broadcast_like")
-
 
 def _dotted(node):
     return ast.unparse(node.func) if isinstance(node, ast.Call) else None
@@ -46,9 +42,12 @@ class StaticShapes:
     """The static array shapes of each function of a generated module.
 
     ``shapes[f]``: name -> shape of the arrays of static shape ``f`` creates
-    or receives; ``created[f]``: those it creates (local arrays), with the
-    loop depth of their statement; ``returns[f]``: the shape of each slot of
-    what ``f`` returns (``()`` for a scalar), a tuple of them for a tuple.
+    or receives; ``created[f]``: those it creates (local arrays, and the
+    buffers it gives the functions it calls for their results), with the
+    loop depth of their statement; ``returns[f]``: (whether ``f`` returns a
+    tuple, the shape of each slot or of the one value; ``()`` a scalar);
+    ``problem``: (function, why) when a function is called with arrays of
+    different shapes (it has one set of local arrays).
     """
 
     def __init__(self, module, entry, entry_shapes):
@@ -59,14 +58,6 @@ class StaticShapes:
         if entry in self.functions:
             self.run(entry, {p: s for p, s in entry_shapes.items()})
         self.shape_only = {f: _shape_only(fn) for f, fn in self.functions.items()}
-
-    def shape(self, function, node):
-        """The static shape of expression ``node`` in ``function`` (None: a scalar or
-        an array of unknown shape)."""
-        shapes = self.shapes.get(function, {})
-        if isinstance(node, ast.Name):
-            return shapes.get(node.id)
-        return None
 
     def run(self, name, param_shapes):
         """Analyse ``name`` for arguments of ``param_shapes`` (once per function)."""
