@@ -30,11 +30,10 @@ from programs.cuda_nested import (  # noqa: E402
     hessian_inside,
     hvp_inside,
     jacrev_inside,
-    ode_hvp_inside,
     quartic,
     vjp_inside,
 )
-from programs.cuda_seeds import ode_loss  # noqa: E402
+from programs.cuda_seeds import ode_hvp, ode_loss  # noqa: E402
 
 B, C = 3, 0.7
 rng = np.random.default_rng(11)
@@ -113,7 +112,7 @@ def test_vjp_inside_equals_cpu():
 @runs
 def test_hvp_of_an_ode_inside_equals_cpu_and_finite_differences():
     theta, state0, v = 1 + 0.1 * rng.random((B, 4)), rng.random((B, 2)), rng.random((B, 4))
-    hv = _both(ode_hvp_inside, (0, 0, 0, None, None), theta, state0, v, 0.05, 6)
+    hv = _both(ode_hvp, (0, 0, 0, None, None), theta, state0, v, 0.05, 6)
     grad = ad.grad(ode_loss)               # the NumPy backend's gradient
     eps = 1e-5
     fd = (grad(theta[1] + eps * v[1], state0[1], 0.05, 6)

@@ -2,7 +2,6 @@
 (tests/test_cuda_nested.py): their results are arrays of small static
 length, which a GPU thread keeps in ``cuda.local.array``."""
 import numpy as np
-from programs.cuda_seeds import ode_loss
 
 import s2s_ad as ad
 
@@ -45,11 +44,6 @@ def vjp_inside(x, u, c):
     out, pull = ad.vjp(lambda z: quartic(z, c), x)
     (g,) = pull(u)
     return out, g
-
-
-def ode_hvp_inside(theta, state0, v, h, n_steps):
-    """The RK4 loss's Hessian-vector product per example (a loop inside)."""
-    return ad.hvp(lambda th: ode_loss(th, state0, h, n_steps), (theta,), (v,))
 
 
 def clipped_grad(x, c):
