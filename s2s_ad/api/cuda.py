@@ -36,7 +36,15 @@ from ..ir import pytree
 from .core import Transformed
 from .cuda_float32 import float32_constants
 from .cuda_launch import FALLBACK, choose
-from .cuda_local import StaticShapes, array_slots, rewrite_assign, rewrite_return
+from .cuda_local import (
+    StaticShapes,
+    array_slots,
+    augassign,
+    pop_local,
+    push_local,
+    rewrite_assign,
+    rewrite_return,
+)
 from .vmap import Batched
 from .vmap_common import _element_paths, _float_dtype, _raw_leaves, _rebuild_raw
 
@@ -322,6 +330,7 @@ class _DeviceRewrite(ast.NodeTransformer):
         self.stacks = set()
         self.lists = _list_stacks(node)
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        self.used = used
         self.rets = [] if node.name == self.entry else [
             _fresh(f"ret{k}", used) for k in range(len(array_slots(self.local, node.name)))]
         self.generic_visit(node)
@@ -355,6 +364,9 @@ class _DeviceRewrite(ast.NodeTransformer):
         stack = _stack_call(value, "pop", self.lists)
         if stack is not None and len(node.targets) == 1:
             count = self.lists[stack]
+            array = pop_local(self, node, stack, count)       # an array: element by element
+            if array is not None:
+                return array
             like = self.visit(_load(node.targets[0]))
             pop = ast.Call(_attr("rtd.pop_as"), [ast.Name(stack, ast.Load()),
                                                  ast.Name(count, ast.Load()), like,
@@ -394,11 +406,18 @@ class _DeviceRewrite(ast.NodeTransformer):
         if stack is None:
             return self.generic_visit(node)
         count = self.lists[stack]
+        array = push_local(self, stack, count, node.value.args[0])
+        if array is not None:
+            return array
         push = ast.Call(_attr("rtd.push"), [ast.Name(stack, ast.Load()),
                                             ast.Name(count, ast.Load()),
                                             self.visit(node.value.args[0]),
                                             ast.Name("need", ast.Load())], [])
         return ast.Assign([ast.Name(count, ast.Store())], push, lineno=node.lineno)
+
+    def visit_AugAssign(self, node):
+        array = augassign(self, node)       # on a local array: element by element
+        return array if array is not None else self.generic_visit(node)
 
     def visit_Return(self, node):
         self.generic_visit(node)
@@ -411,6 +430,10 @@ class _DeviceRewrite(ast.NodeTransformer):
                 if isinstance(value, ast.Tuple):
                     value.elts = [local(v, path + (k,)) for k, v in enumerate(value.elts)]
                     return value
+                if _is_call(value, "rt.like") and isinstance(value.args[0], ast.Name) and \
+                        value.args[0].id not in self.outputs and \
+                        self.local.shapes.get(self.entry, {}).get(value.args[0].id):
+                    value = value.args[0]          # a local array of the argument's shape
                 if isinstance(value, ast.Name) and value.id in \
                         self.local.shapes.get(self.entry, {}) and value.id not in self.arrays \
                         and value.id not in self.outputs:

@@ -26,6 +26,16 @@ iteration) is refused.
 """
 import ast
 
+from .cuda_arrays import (
+    elementwise_shape,
+    lower_array,
+    lower_augassign,
+    lower_scalar,
+    pop_array,
+    push_array,
+    same_array,
+)
+
 
 def _dotted(node):
     return ast.unparse(node.func) if isinstance(node, ast.Call) else None
@@ -54,6 +64,8 @@ class StaticShapes:
         self.functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
         self.shapes, self.created, self.returns, self.params = {}, {}, {}, {}
         self.globals = dict(entry_shapes)       # the entry's array arguments (global memory)
+        self.ints = {}          # function -> name -> a static int or shape tuple (np.shape(x))
+        self.stack_shapes = {}  # function -> list stack -> shape of the arrays pushed on it
         self.problem = None
         if entry in self.functions:
             self.run(entry, {p: s for p, s in entry_shapes.items()})
@@ -71,6 +83,7 @@ class StaticShapes:
         fn = self.functions[name]
         shapes = dict(param_shapes)
         self.shapes[name], self.created[name] = shapes, {}
+        self.ints[name], self.stack_shapes[name] = {}, {}
         self.returns[name] = None
         self._body(name, fn.body, shapes, 0)
         return self.returns[name]
@@ -78,8 +91,14 @@ class StaticShapes:
     def _body(self, name, body, shapes, depth):
         for stmt in body:
             if isinstance(stmt, (ast.For, ast.While)):
-                self._body(name, stmt.body, shapes, depth + 1)
+                for _ in range(2):      # twice: values carried from the previous iteration
+                    self._body(name, stmt.body, shapes, depth + 1)
                 self._body(name, stmt.orelse, shapes, depth + 1)
+            elif isinstance(stmt, ast.Expr):
+                stack = _appended(stmt.value)
+                shape = stack and self._shape(name, stmt.value.args[0], shapes)
+                if shape:
+                    self.stack_shapes[name][stack] = shape
             elif isinstance(stmt, ast.If):
                 self._body(name, stmt.body, shapes, depth)
                 self._body(name, stmt.orelse, shapes, depth)
@@ -112,27 +131,68 @@ class StaticShapes:
             return
         if not isinstance(target, ast.Name):
             return
-        shape = self._shape(name, value, shapes)
+        value = same_array(value, shapes) or value
+        ints = self.ints[name]
+        static = self._int(name, value)
+        if static is not None:
+            ints[target.id] = static
+        else:
+            ints.pop(target.id, None)
+        popped = _popped(value)
+        shape = self.stack_shapes[name].get(popped) if popped else \
+            self._shape(name, value, shapes)
         if shape:
             shapes[target.id] = shape
-            if not isinstance(value, ast.Name) and not _is_view(value):
+            if not isinstance(value, ast.Name) and not _is_view(value) or \
+                    self.created[name].get(getattr(value, "id", None), 0) > 0:
+                # made here, or copied here from an array made inside a loop
                 self.created[name][target.id] = depth
         elif target.id in shapes and target.id not in self.globals:
             shapes.pop(target.id)
 
+    def _int(self, name, node):
+        """The static int (or shape tuple) ``node`` is, else None."""
+        ints, shapes = self.ints.get(name, {}), self.shapes.get(name, {})
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name):
+            return ints.get(node.id)
+        if _dotted(node) == "np.shape" and len(node.args) == 1 and \
+                isinstance(node.args[0], ast.Name):
+            return shapes.get(node.args[0].id)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            whole = self._int(name, node.value)
+            k = node.slice.value
+            if isinstance(whole, tuple) and type(k) is int and -len(whole) <= k < len(whole):
+                return whole[k]
+        if isinstance(node, ast.Tuple):
+            parts = [self._int(name, e) for e in node.elts]
+            if all(type(p) is int for p in parts):
+                return tuple(parts)
+        return None
+
     def _shape(self, name, node, shapes):
         """The static shape of ``node`` (None when a scalar or unknown)."""
         def of(n):
-            return shapes.get(n.id) if isinstance(n, ast.Name) else None
+            if isinstance(n, ast.Name):
+                return shapes.get(n.id)
+            return elementwise_shape(self, name, n, shapes)
 
         def size(n):
             s = of(n)
             return _size(s) if s else 1
         if isinstance(node, ast.Name):
             return of(node)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)) \
+                and isinstance(node.operand, ast.Name):
             return of(node.operand)
         what = _dotted(node)
+        if what in ("np.zeros", "np.ones", "np.empty") and len(node.args) == 1:
+            n = self._int(name, node.args[0])
+            return (n,) if type(n) is int else n if isinstance(n, tuple) and n else None
+        created = elementwise_shape(self, name, node, shapes)
+        if created:
+            return created
         if what == "np.array" and len(node.args) == 1 and isinstance(node.args[0], ast.Tuple) \
                 and not node.keywords and all(of(e) is None for e in node.args[0].elts):
             return (len(node.args[0].elts),)
@@ -179,6 +239,23 @@ def _shape_only(function):
 def _is_view(node):
     """Whether ``node`` reads an array in place (no storage of its own)."""
     return _dotted(node) in ("rt.jac_shape", "rt.broadcast_like", "rt.flat")
+
+
+def _appended(node):
+    """The list ``s`` of ``s.append(x)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "append" and isinstance(node.func.value, ast.Name) and \
+            len(node.args) == 1:
+        return node.func.value.id
+    return None
+
+
+def _popped(node):
+    """The list ``s`` of ``s.pop()``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "pop" and isinstance(node.func.value, ast.Name) and not node.args:
+        return node.func.value.id
+    return None
 
 
 #: Most elements of one local array (per-thread memory is small and slow past
@@ -240,12 +317,14 @@ def rewrite_assign(rw, node):
 
     def of(n):
         return shapes.get(n.id, ()) if isinstance(n, ast.Name) else ()
+    value = same_array(value, shapes) or value
     if isinstance(value, ast.Name):
-        if sh.created.get(fn, {}).get(value.id, 0) > 0:
-            rw.refuse(node, f"the array {value.id}, made inside a loop, is kept past its "
-                      f"iteration (a thread has one buffer for it)",
-                      "write the loop with scalars")
-        return None
+        if sh.created.get(fn, {}).get(value.id, 0) > 0 and of(value):
+            # made inside a loop, where its buffer is written again each iteration: copied
+            return _alloc(rw, node, name, of(value)) + _stmts(
+                f"rtd.copy_into({name}, {value.id}, 1.0)", node)
+        return [ast.Assign([target], value, lineno=node.lineno)] \
+            if value is not node.value else None
     if what == "rt.flat_size" and isinstance(value.args[0], ast.Name) and \
             value.args[0].id in shapes:
         return [ast.Assign([target], ast.Constant(_size(of(value.args[0]))),
@@ -263,6 +342,9 @@ def rewrite_assign(rw, node):
             rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
                       "differentiate 1-d arrays or scalars")
         return _stmts(f"{name} = " + view.format(J=ast.unparse(J)), node)
+    reduced = lower_scalar(rw, node)          # np.sum, np.dot of local arrays
+    if reduced is not None:
+        return reduced
     shape = sh._shape(fn, value, shapes)
     if not shape:
         return None
@@ -272,7 +354,7 @@ def rewrite_assign(rw, node):
             return [ast.Assign([target], t, lineno=node.lineno)]
         return _alloc(rw, node, name, shape) + _stmts(
             f"rtd.fill({name}, {ast.unparse(rw.visit(t))})", node)
-    if isinstance(value, ast.UnaryOp):
+    if isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Name):
         sign = "-1.0" if isinstance(value.op, ast.USub) else "1.0"
         return _alloc(rw, node, name, shape) + _stmts(
             f"rtd.copy_into({name}, {value.operand.id}, {sign})", node)
@@ -291,7 +373,23 @@ def rewrite_assign(rw, node):
         return _alloc(rw, node, name, shape) + _stmts(
             f"rtd.fill({name}, 0.0)\n{name}[{ast.unparse(rw.visit(value.args[1]))}] = 1.0",
             node)
-    return None
+    return lower_array(rw, node, name, shape, lambda n: _alloc(rw, node, n, shape))
+
+
+def augassign(rw, node):
+    """``a += b`` on a local array (statements), else None."""
+    return lower_augassign(rw, node)
+
+
+def push_local(rw, stack, count, value):
+    """``stack.append(value)`` of a local array (statements), else None."""
+    return push_array(rw, stack, count, value)
+
+
+def pop_local(rw, node, stack, count):
+    """``x = stack.pop()`` of a local array (statements), else None."""
+    shape = rw.local.stack_shapes.get(rw.function, {}).get(stack)
+    return pop_array(rw, node, stack, count, lambda n: _alloc(rw, node, n, shape))
 
 
 def _alloc(rw, node, name, shape):
@@ -306,8 +404,10 @@ def rewrite_return(rw, node, names):
     the arrays its caller gave for them (``names``, one per array slot)."""
     slots = array_slots(rw.local, rw.function)
     copies = []
+    shapes = rw.local.shapes.get(rw.function, {})
     for (k, _), ret in zip(slots, names):
         value = node.value if k is None else node.value.elts[k]
+        value = same_array(value, shapes) or value      # rt.like(b, x): b itself
         copies += _stmts(f"rtd.copy_into({ret}, {ast.unparse(value)}, 1.0)", node)
         if k is None:
             node.value = ast.Name(ret, ast.Load())

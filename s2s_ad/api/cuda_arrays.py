@@ -1,0 +1,257 @@
+"""Arithmetic on per-thread arrays of static shape (``target="cuda"``).
+
+Per-example code that builds small 1-d arrays -- ``np.zeros(n)`` filled in a
+loop, ``y + h * k1`` in an integrator step, a helper returning ``np.zeros(2)``
+filled in, and the adjoints the reverse sweep computes for them -- runs on
+the device when each array's length is known when the kernel is built (from
+the shapes of the example's arguments: ``np.zeros(x.shape[0])`` is static,
+``np.zeros(int(x[0]))`` is not).  Each such array is a ``cuda.local.array``
+(see :mod:`s2s_ad.api.cuda_local`, which finds the shapes), and the NumPy
+that computes it becomes a loop over its elements:
+
+* elementwise expressions (``+ - * / **``, ``np.sin``, ``np.square``, ...,
+  scalars broadcast) and the runtime's adjoints of them (``rt.unbroadcast``
+  to the same shape, ``rt.times_kept``, ``rt.like``, ``rt.dot_grad_a/b`` of
+  a scalar cotangent) write element ``k`` of a new local array;
+* reductions to a scalar (``np.sum``, ``np.dot`` of 1-d arrays, the sum
+  ``rt.unbroadcast`` makes to a scalar) accumulate in a loop;
+  ``rt.sum_grad(g, a)`` of the whole array is ``g`` itself (it broadcasts);
+* ``a += b`` on an array adds in place, element by element;
+* an array pushed on a stack the CPU code keeps as a list (a ``while``
+  loop's states, an integrator's ``y`` each step) is pushed element by
+  element and popped back into a local array.
+
+Each statement has one buffer per thread, reused each time it runs.  An
+elementwise statement may overwrite the array it reads (element ``k`` reads
+only element ``k``); an array assigned to another name after a loop made
+it is copied into that name's own buffer (see ``rewrite_assign``).
+"""
+import ast
+import copy
+
+#: NumPy functions applied element by element (the device rewrite turns each
+#: scalar call into ``math`` or a runtime helper).
+ELEMENTWISE = {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "log1p",
+               "expm1", "arctan", "arcsin", "arccos", "arctanh", "arcsinh", "arccosh",
+               "floor", "ceil", "fabs", "arctan2", "hypot", "log10", "log2", "abs",
+               "absolute", "square", "maximum", "minimum", "fmax", "fmin"}
+_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+def _dotted(node):
+    return ast.unparse(node.func) if isinstance(node, ast.Call) else None
+
+
+def _combine(shapes):
+    """The shape of an elementwise result of operands of ``shapes`` (None: a
+    scalar, or operands of different shapes, which are not broadcast here)."""
+    arrays = {s for s in shapes if s}
+    if len(arrays) != 1:
+        return None
+    shape = arrays.pop()
+    return shape if len(shape) == 1 else None
+
+
+def _of(sh, fn, node, shapes):
+    if isinstance(node, ast.Name):
+        return shapes.get(node.id)
+    if isinstance(node, ast.Constant):
+        return None
+    return elementwise_shape(sh, fn, node, shapes)
+
+
+def _parts(node):
+    """The operands of an elementwise ``node``, or None when it is not one."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _OPS):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return [node.operand]
+    what = _dotted(node)
+    if what and what.startswith("np.") and what[3:] in ELEMENTWISE and not node.keywords:
+        return list(node.args)
+    if what in ("np.copy", "rt.snapshot") and len(node.args) == 1:
+        return [node.args[0]]
+    if what == "rt.times_kept" and len(node.args) >= 2:
+        return node.args[:2]
+    return None
+
+
+def elementwise_shape(sh, fn, node, shapes):
+    """The static 1-d shape of the array ``node`` computes element by
+    element, else None.  ``sh``: the :class:`StaticShapes` analysis."""
+    parts = _parts(node)
+    if parts is not None:
+        return _combine([_of(sh, fn, p, shapes) for p in parts])
+    what = _dotted(node)
+    if what in ("rt.unbroadcast", "rt.like") and len(node.args) == 2:
+        g, t = (_of(sh, fn, a, shapes) for a in node.args)
+        if t and len(t) == 1 and g in (None, t):
+            return t                 # the same shape, or a scalar broadcast to it
+    if what in ("rt.dot_grad_a", "rt.dot_grad_b") and len(node.args) == 3:
+        g, a, b = (_of(sh, fn, x, shapes) for x in node.args)
+        if g is None and a and a == b and len(a) == 1:
+            return a
+    return None
+
+
+def same_array(node, shapes):
+    """The array ``node`` is, unchanged (``rt.unbroadcast(g, t)`` or
+    ``rt.like(g, t)`` of an array ``g`` of ``t``'s shape), else None."""
+    if _dotted(node) in ("rt.unbroadcast", "rt.like") and len(node.args) == 2 and \
+            all(isinstance(a, ast.Name) for a in node.args):
+        g, t = node.args
+        if shapes.get(g.id) and shapes.get(g.id) == shapes.get(t.id):
+            return g
+    return None
+
+
+def element(node, k, shapes):
+    """The expression of element ``k`` (a name) of the elementwise ``node``."""
+    if isinstance(node, ast.Name):
+        if shapes.get(node.id):
+            return ast.Subscript(ast.Name(node.id, ast.Load()), ast.Name(k, ast.Load()),
+                                 ast.Load())
+        return ast.Name(node.id, ast.Load())
+    what = _dotted(node)
+    if isinstance(node, ast.BinOp):
+        return ast.BinOp(element(node.left, k, shapes), node.op, element(node.right, k, shapes))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return ast.UnaryOp(node.op, element(node.operand, k, shapes))
+    if what in ("np.copy", "rt.snapshot", "rt.unbroadcast", "rt.like"):
+        return element(node.args[0], k, shapes)
+    if what == "rt.times_kept":
+        return ast.BinOp(element(node.args[0], k, shapes), ast.Mult(),
+                         element(node.args[1], k, shapes))
+    if what in ("rt.dot_grad_a", "rt.dot_grad_b"):
+        other = node.args[2] if what == "rt.dot_grad_a" else node.args[1]
+        return ast.BinOp(element(node.args[0], k, shapes), ast.Mult(),
+                         element(other, k, shapes))
+    if isinstance(node, ast.Call) and what.startswith("np."):
+        return ast.Call(node.func, [element(a, k, shapes) for a in node.args], [])
+    return copy.deepcopy(node)       # a scalar
+
+
+def _loop(k, n, body, node):
+    loop = ast.For(ast.Name(k, ast.Store()), ast.Call(ast.Name("range", ast.Load()),
+                                                      [ast.Constant(n)], []),
+                   body, [], lineno=node.lineno)
+    for n_ in ast.walk(loop):
+        ast.copy_location(n_, node)
+    return loop
+
+
+def _fresh(rw, name):
+    while name in rw.used:
+        name += "_"
+    rw.used.add(name)
+    return name
+
+
+def _mentions(node, name):
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
+def lower_array(rw, node, name, shape, alloc):
+    """``name = value`` for a ``value`` of static 1-d ``shape`` (statements),
+    else None.  ``alloc(name)``: the statements allocating a local array."""
+    value = node.value
+    shapes = rw.local.shapes.get(rw.function, {})
+    what = _dotted(value)
+    if what in ("np.zeros", "np.ones", "np.empty"):
+        fill = {"np.zeros": "0.0", "np.ones": "1.0"}.get(what)
+        return alloc(name) + (_parse(f"rtd.fill({name}, {fill})", node) if fill else [])
+    if len(shape) != 1 or elementwise_shape(rw.local, rw.function, value, shapes) != shape:
+        return None
+    into = _fresh(rw, f"{name}_new") if _mentions(value, name) else name
+    k = _fresh(rw, "k")
+    store = ast.Assign([ast.Subscript(ast.Name(into, ast.Load()), ast.Name(k, ast.Load()),
+                                      ast.Store())],
+                       rw.visit(element(value, k, shapes)), lineno=node.lineno)
+    out = alloc(into) + [_loop(k, shape[0], [store], node)]
+    if into != name:
+        out += _parse(f"{name} = {into}", node)
+    return out
+
+
+def lower_scalar(rw, node):
+    """``name = value`` for a scalar ``value`` reduced from local arrays
+    (statements), else None."""
+    target, value = node.targets[0], node.value
+    sh, fn = rw.local, rw.function
+    shapes = sh.shapes.get(fn, {})
+    what = _dotted(value)
+    if not isinstance(target, ast.Name) or what is None:
+        return None
+
+    def of(n):
+        return _of(sh, fn, n, shapes)
+    if what in ("rt.sum_grad", "rt.sum_grad_kept") and len(value.args) >= 2 and \
+            of(value.args[0]) is None and of(value.args[1]) and \
+            (len(value.args) < 3 or ast.unparse(value.args[2]) == "None"):
+        # the gradient of a whole-array sum: the scalar, which broadcasts
+        return [ast.Assign([target], rw.visit(value.args[0]), lineno=node.lineno)]
+    terms = None
+    if what in ("np.sum", "rt.sum") and len(value.args) == 1 and not value.keywords:
+        terms = value.args[0]
+    elif what in ("np.dot", "rt.dot", "np.inner", "rt.inner") and len(value.args) == 2 and \
+            of(value.args[0]) and of(value.args[0]) == of(value.args[1]):
+        terms = ast.BinOp(value.args[0], ast.Mult(), value.args[1])
+    elif what == "rt.unbroadcast" and len(value.args) == 2 and of(value.args[1]) is None:
+        terms = value.args[0]            # summed down to a scalar
+    shape = terms is not None and of(terms)
+    if not shape or len(shape) != 1:
+        return None
+    acc, k = _fresh(rw, f"{target.id}_sum"), _fresh(rw, "k")
+    add = ast.AugAssign(ast.Name(acc, ast.Store()), ast.Add(),
+                        rw.visit(element(terms, k, shapes)), lineno=node.lineno)
+    return [ast.Assign([ast.Name(acc, ast.Store())], ast.Constant(0.0), lineno=node.lineno),
+            _loop(k, shape[0], [add], node),
+            ast.Assign([target], ast.Name(acc, ast.Load()), lineno=node.lineno)]
+
+
+def lower_augassign(rw, node):
+    """``a += b`` (``-=``, ``*=``, ``/=``) on a local 1-d array, element by
+    element (statements), else None."""
+    shapes = rw.local.shapes.get(rw.function, {})
+    target = node.target
+    if not isinstance(target, ast.Name) or not shapes.get(target.id) or \
+            len(shapes[target.id]) != 1 or not isinstance(node.op, _OPS):
+        return None
+    value = _of(rw.local, rw.function, node.value, shapes)
+    if value not in (None, shapes[target.id]):
+        return None
+    k = _fresh(rw, "k")
+    step = ast.AugAssign(ast.Subscript(ast.Name(target.id, ast.Load()), ast.Name(k, ast.Load()),
+                                       ast.Store()), node.op,
+                         rw.visit(element(node.value, k, shapes)), lineno=node.lineno)
+    return [_loop(k, shapes[target.id][0], [step], node)]
+
+
+def push_array(rw, stack, count, value):
+    """``stack.append(value)`` of a local 1-d array: its elements, one slot each."""
+    shapes = rw.local.shapes.get(rw.function, {})
+    if not isinstance(value, ast.Name) or len(shapes.get(value.id) or ()) != 1:
+        return None
+    k = _fresh(rw, "k")
+    return _parse(f"for {k} in range({shapes[value.id][0]}):\n"
+                  f"    {count} = rtd.push({stack}, {count}, {value.id}[{k}], need)", value)
+
+
+def pop_array(rw, node, stack, count, alloc):
+    """``x = stack.pop()`` of an array :func:`push_array` pushed."""
+    shape = rw.local.stack_shapes.get(rw.function, {}).get(stack)
+    target = node.targets[0]
+    if not shape or len(shape) != 1 or not isinstance(target, ast.Name):
+        return None
+    k = _fresh(rw, "k")
+    return alloc(target.id) + _parse(
+        f"for {k} in range({shape[0] - 1}, -1, -1):\n    {count} -= 1\n"
+        f"    {target.id}[{k}] = rtd.pop_as({stack}, {count}, 0.0, need)", node)
+
+
+def _parse(text, node):
+    tree = ast.parse(text).body
+    for stmt in tree:
+        for n in ast.walk(stmt):
+            ast.copy_location(n, node)
+    return tree
