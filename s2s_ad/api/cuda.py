@@ -37,6 +37,7 @@ from .core import Transformed
 from .cuda_float32 import float32_constants
 from .cuda_launch import FALLBACK, choose
 from .cuda_local import (
+    SimulatorCuda,
     StaticShapes,
     array_slots,
     augassign,
@@ -663,6 +664,8 @@ class Kernel:
         path = backends.write_module(device, consts, f"cuda_{st.entry}")
         name = f"s2s_ad_generated.{backends.module_name(device, consts, 'cuda_' + st.entry)}"
         self.device = backends.import_file(path, name, consts, device, reuse=True)
+        if simulated():
+            self.device.cuda = SimulatorCuda()    # see cuda_local.SimulatorCuda
         self.device_text = device
         self.taped = taped
         self.scratch = 1

@@ -12,10 +12,10 @@ that computes it becomes a loop over its elements:
 * elementwise expressions (``+ - * / **``, ``np.sin``, ``np.square``, ...,
   scalars broadcast) and the runtime's adjoints of them (``rt.unbroadcast``
   to the same shape, ``rt.times_kept``, ``rt.like``, ``rt.dot_grad_a/b`` of
-  a scalar cotangent) write element ``k`` of a new local array;
+  a scalar cotangent, ``rt.sum_grad`` of a whole-array sum) write element
+  ``k`` of a new local array;
 * reductions to a scalar (``np.sum``, ``np.dot`` of 1-d arrays, the sum
   ``rt.unbroadcast`` makes to a scalar) accumulate in a loop;
-  ``rt.sum_grad(g, a)`` of the whole array is ``g`` itself (it broadcasts);
 * ``a += b`` on an array adds in place, element by element;
 * an array pushed on a stack the CPU code keeps as a list (a ``while``
   loop's states, an integrator's ``y`` each step) is pushed element by
@@ -57,7 +57,30 @@ def _of(sh, fn, node, shapes):
         return shapes.get(node.id)
     if isinstance(node, ast.Constant):
         return None
+    if isinstance(node, ast.Subscript):
+        return slice_shape(sh, fn, node, shapes)
     return elementwise_shape(sh, fn, node, shapes)
+
+
+def _is_slice(node):
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+        isinstance(node.slice, ast.Slice) and node.slice.step is None
+
+
+def slice_shape(sh, fn, node, shapes):
+    """The shape of ``x[a:b]`` (a view) for a local 1-d ``x`` and bounds known
+    when the kernel is built, else None."""
+    whole = _is_slice(node) and shapes.get(node.value.id)
+    if not whole or len(whole) != 1:
+        return None
+    bounds = []
+    for b in (node.slice.lower, node.slice.upper):
+        value = None if b is None else sh._int(fn, b)
+        if b is not None and type(value) is not int:
+            return None
+        bounds.append(value)
+    n = len(range(whole[0])[bounds[0]:bounds[1]])
+    return (n,) if n else None
 
 
 def _parts(node):
@@ -81,15 +104,22 @@ def elementwise_shape(sh, fn, node, shapes):
     element, else None.  ``sh``: the :class:`StaticShapes` analysis."""
     parts = _parts(node)
     if parts is not None:
+        if any(sh.is_opaque(fn, p) for p in parts):
+            return None          # an operand of unknown shape: not taken for a scalar
         return _combine([_of(sh, fn, p, shapes) for p in parts])
     what = _dotted(node)
     if what in ("rt.unbroadcast", "rt.like") and len(node.args) == 2:
         g, t = (_of(sh, fn, a, shapes) for a in node.args)
-        if t and len(t) == 1 and g in (None, t):
+        if t and len(t) == 1 and g in (None, t) and not sh.is_opaque(fn, node.args[0]):
             return t                 # the same shape, or a scalar broadcast to it
+    if what in ("rt.sum_grad", "rt.sum_grad_kept") and len(node.args) >= 2 and \
+            (len(node.args) < 3 or ast.unparse(node.args[2]) == "None"):
+        g, a = (_of(sh, fn, x, shapes) for x in node.args[:2])
+        if g is None and a and len(a) == 1 and not sh.is_opaque(fn, node.args[0]):
+            return a                 # the gradient of a whole-array sum: g everywhere
     if what in ("rt.dot_grad_a", "rt.dot_grad_b") and len(node.args) == 3:
         g, a, b = (_of(sh, fn, x, shapes) for x in node.args)
-        if g is None and a and a == b and len(a) == 1:
+        if g is None and a and a == b and len(a) == 1 and not sh.is_opaque(fn, node.args[0]):
             return a
     return None
 
@@ -113,11 +143,14 @@ def element(node, k, shapes):
                                  ast.Load())
         return ast.Name(node.id, ast.Load())
     what = _dotted(node)
+    if _is_slice(node):
+        return ast.Subscript(copy.deepcopy(node), ast.Name(k, ast.Load()), ast.Load())
     if isinstance(node, ast.BinOp):
         return ast.BinOp(element(node.left, k, shapes), node.op, element(node.right, k, shapes))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return ast.UnaryOp(node.op, element(node.operand, k, shapes))
-    if what in ("np.copy", "rt.snapshot", "rt.unbroadcast", "rt.like"):
+    if what in ("np.copy", "rt.snapshot", "rt.unbroadcast", "rt.like", "rt.sum_grad",
+                "rt.sum_grad_kept"):
         return element(node.args[0], k, shapes)
     if what == "rt.times_kept":
         return ast.BinOp(element(node.args[0], k, shapes), ast.Mult(),
@@ -173,6 +206,22 @@ def lower_array(rw, node, name, shape, alloc):
     return out
 
 
+def refuse_unknown(rw, node):
+    """Refuse ``node`` when it computes elementwise with a local array and a
+    value whose shape is not known when the kernel is built (what a NumPy
+    or runtime call this module does not model returned, e.g. ``np.sort``):
+    it could be an array, so it is not taken for a scalar."""
+    sh, fn = rw.local, rw.function
+    shapes = sh.shapes.get(fn, {})
+    parts = _parts(node.value)
+    if parts and any(_of(sh, fn, p, shapes) for p in parts):
+        for p in parts:
+            if sh.is_opaque(fn, p):
+                rw.refuse(node, f"it computes with {ast.unparse(p)}, an array whose shape "
+                          f"is not known when the kernel is built",
+                          "compute it with scalars and loops over arrays of static length")
+
+
 def lower_scalar(rw, node):
     """``name = value`` for a scalar ``value`` reduced from local arrays
     (statements), else None."""
@@ -185,11 +234,6 @@ def lower_scalar(rw, node):
 
     def of(n):
         return _of(sh, fn, n, shapes)
-    if what in ("rt.sum_grad", "rt.sum_grad_kept") and len(value.args) >= 2 and \
-            of(value.args[0]) is None and of(value.args[1]) and \
-            (len(value.args) < 3 or ast.unparse(value.args[2]) == "None"):
-        # the gradient of a whole-array sum: the scalar, which broadcasts
-        return [ast.Assign([target], rw.visit(value.args[0]), lineno=node.lineno)]
     terms = None
     if what in ("np.sum", "rt.sum") and len(value.args) == 1 and not value.keywords:
         terms = value.args[0]
@@ -214,39 +258,44 @@ def lower_augassign(rw, node):
     element (statements), else None."""
     shapes = rw.local.shapes.get(rw.function, {})
     target = node.target
-    if not isinstance(target, ast.Name) or not shapes.get(target.id) or \
-            len(shapes[target.id]) != 1 or not isinstance(node.op, _OPS):
+    shape = (isinstance(target, ast.Name) or _is_slice(target)) and \
+        _of(rw.local, rw.function, target, shapes)
+    if not shape or len(shape) != 1 or not isinstance(node.op, _OPS):
         return None
     value = _of(rw.local, rw.function, node.value, shapes)
-    if value not in (None, shapes[target.id]):
+    if value not in (None, shape) or rw.local.is_opaque(rw.function, node.value):
         return None
     k = _fresh(rw, "k")
-    step = ast.AugAssign(ast.Subscript(ast.Name(target.id, ast.Load()), ast.Name(k, ast.Load()),
+    step = ast.AugAssign(ast.Subscript(rw.visit(copy.deepcopy(target)), ast.Name(k, ast.Load()),
                                        ast.Store()), node.op,
                          rw.visit(element(node.value, k, shapes)), lineno=node.lineno)
-    return [_loop(k, shapes[target.id][0], [step], node)]
+    return [_loop(k, shape[0], [step], node)]
 
 
 def push_array(rw, stack, count, value):
     """``stack.append(value)`` of a local 1-d array: its elements, one slot each."""
     shapes = rw.local.shapes.get(rw.function, {})
-    if not isinstance(value, ast.Name) or len(shapes.get(value.id) or ()) != 1:
+    shape = _of(rw.local, rw.function, value, shapes)
+    if not shape or len(shape) != 1:
         return None
     k = _fresh(rw, "k")
-    return _parse(f"for {k} in range({shapes[value.id][0]}):\n"
-                  f"    {count} = rtd.push({stack}, {count}, {value.id}[{k}], need)", value)
+    item = ast.unparse(rw.visit(element(value, k, shapes)))
+    return _parse(f"for {k} in range({shape[0]}):\n"
+                  f"    {count} = rtd.push({stack}, {count}, {item}, need)", value)
 
 
 def pop_array(rw, node, stack, count, alloc):
-    """``x = stack.pop()`` of an array :func:`push_array` pushed."""
+    """``x = stack.pop()`` (or ``x[a:b] = stack.pop()``) of an array
+    :func:`push_array` pushed."""
     shape = rw.local.stack_shapes.get(rw.function, {}).get(stack)
     target = node.targets[0]
-    if not shape or len(shape) != 1 or not isinstance(target, ast.Name):
+    if not shape or len(shape) != 1 or not (isinstance(target, ast.Name) or _is_slice(target)):
         return None
     k = _fresh(rw, "k")
-    return alloc(target.id) + _parse(
+    into = ast.unparse(target)
+    return (alloc(target.id) if isinstance(target, ast.Name) else []) + _parse(
         f"for {k} in range({shape[0] - 1}, -1, -1):\n    {count} -= 1\n"
-        f"    {target.id}[{k}] = rtd.pop_as({stack}, {count}, 0.0, need)", node)
+        f"    {into}[{k}] = rtd.pop_as({stack}, {count}, 0.0, need)", node)
 
 
 def _parse(text, node):

@@ -27,13 +27,16 @@ iteration) is refused.
 import ast
 
 from .cuda_arrays import (
+    ELEMENTWISE,
     elementwise_shape,
     lower_array,
     lower_augassign,
     lower_scalar,
     pop_array,
     push_array,
+    refuse_unknown,
     same_array,
+    slice_shape,
 )
 
 
@@ -66,13 +69,16 @@ class StaticShapes:
         self.globals = dict(entry_shapes)       # the entry's array arguments (global memory)
         self.ints = {}          # function -> name -> a static int or shape tuple (np.shape(x))
         self.stack_shapes = {}  # function -> list stack -> shape of the arrays pushed on it
+        #: function -> names that may hold arrays of unknown shape (never taken for scalars)
+        self.opaque, self.opaque_returns = {}, {}
         self.problem = None
         if entry in self.functions:
             self.run(entry, {p: s for p, s in entry_shapes.items()})
         self.shape_only = {f: _shape_only(fn) for f, fn in self.functions.items()}
 
-    def run(self, name, param_shapes):
-        """Analyse ``name`` for arguments of ``param_shapes`` (once per function)."""
+    def run(self, name, param_shapes, opaque=()):
+        """Analyse ``name`` for arguments of ``param_shapes`` (once per function);
+        ``opaque``: its parameters given arrays of unknown shape."""
         key = tuple(sorted(param_shapes.items()))
         if name in self.params:
             if self.params[name] != key and self.problem is None:
@@ -84,6 +90,7 @@ class StaticShapes:
         shapes = dict(param_shapes)
         self.shapes[name], self.created[name] = shapes, {}
         self.ints[name], self.stack_shapes[name] = {}, {}
+        self.opaque[name], self.opaque_returns[name] = set(opaque), ()
         self.returns[name] = None
         self._body(name, fn.body, shapes, 0)
         return self.returns[name]
@@ -99,6 +106,8 @@ class StaticShapes:
                 shape = stack and self._shape(name, stmt.value.args[0], shapes)
                 if shape:
                     self.stack_shapes[name][stack] = shape
+                elif stack and self.is_opaque(name, stmt.value.args[0]):
+                    self.opaque[name].add(stack)
             elif isinstance(stmt, ast.If):
                 self._body(name, stmt.body, shapes, depth)
                 self._body(name, stmt.orelse, shapes, depth)
@@ -109,8 +118,11 @@ class StaticShapes:
                 if isinstance(value, ast.Tuple):
                     self.returns[name] = (True, tuple(self._shape(name, v, shapes) or ()
                                                       for v in value.elts))
+                    self.opaque_returns[name] = tuple(self.is_opaque(name, v)
+                                                      for v in value.elts)
                 else:
                     self.returns[name] = (False, self._shape(name, value, shapes) or ())
+                    self.opaque_returns[name] = (self.is_opaque(name, value),)
 
     def _assign(self, name, stmt, shapes, depth):
         target, value = stmt.targets[0], stmt.value
@@ -120,9 +132,15 @@ class StaticShapes:
             params = [a.arg for a in callee.args.args]
             given = {p: shapes[a.id] for p, a in zip(params, value.args)
                      if isinstance(a, ast.Name) and a.id in shapes}
-            out = self.run(value.func.id, given)
+            out = self.run(value.func.id, given, {p for p, a in zip(params, value.args)
+                                                  if self.is_opaque(name, a)})
             names = target.elts if isinstance(target, ast.Tuple) else [target]
             slots = out[1] if out and out[0] else [out[1]] if out else []
+            unknown = self.opaque_returns.get(value.func.id, ())
+            for k, t in enumerate(names):
+                if isinstance(t, ast.Name):
+                    hidden = len(slots) != len(names) or k >= len(unknown) or unknown[k]
+                    (self.opaque[name].add if hidden else self.opaque[name].discard)(t.id)
             if len(slots) == len(names):
                 for t, s in zip(names, slots):
                     if isinstance(t, ast.Name) and s:
@@ -141,6 +159,8 @@ class StaticShapes:
         popped = _popped(value)
         shape = self.stack_shapes[name].get(popped) if popped else \
             self._shape(name, value, shapes)
+        hidden = not shape and (self.is_opaque(name, value) or popped in self.opaque[name])
+        (self.opaque[name].add if hidden else self.opaque[name].discard)(target.id)
         if shape:
             shapes[target.id] = shape
             if not isinstance(value, ast.Name) and not _is_view(value) or \
@@ -149,6 +169,34 @@ class StaticShapes:
                 self.created[name][target.id] = depth
         elif target.id in shapes and target.id not in self.globals:
             shapes.pop(target.id)
+
+    def is_opaque(self, name, node):
+        """Whether ``node`` may be an array of unknown shape: what a runtime or
+        NumPy call this analysis does not know returns, and what is computed
+        from it.  Such values are never taken for scalars."""
+        opaque, shapes = self.opaque.get(name, set()), self.shapes.get(name, {})
+        if isinstance(node, ast.Name):
+            return node.id in opaque
+        if isinstance(node, (ast.Constant, ast.Attribute)) or \
+                self._shape(name, node, shapes):
+            return False
+        if isinstance(node, ast.Subscript):
+            if isinstance(node.slice, ast.Slice):
+                return True             # a slice of length not known when the kernel is built
+            base = node.value
+            return not (isinstance(base, ast.Name) and len(shapes.get(base.id) or ()) == 1) \
+                and self.is_opaque(name, base)
+        what = _dotted(node)
+        if isinstance(node, ast.Call) and what not in _SCALAR_CALLS and \
+                not (what in _LIKE_CALLS and len(node.args) >= 2) and \
+                not (what or "").startswith("math.") and \
+                what not in ("np." + f for f in ELEMENTWISE | _CASTS) and \
+                not (isinstance(node.func, ast.Name) and node.func.id in _BUILTINS):
+            return True
+        if what in _LIKE_CALLS:                 # the shape of their last argument
+            return self.is_opaque(name, node.args[-1])
+        return any(self.is_opaque(name, c) for c in ast.iter_child_nodes(node)
+                   if isinstance(c, ast.expr) and c is not getattr(node, "func", None))
 
     def _int(self, name, node):
         """The static int (or shape tuple) ``node`` is, else None."""
@@ -190,7 +238,8 @@ class StaticShapes:
         if what in ("np.zeros", "np.ones", "np.empty") and len(node.args) == 1:
             n = self._int(name, node.args[0])
             return (n,) if type(n) is int else n if isinstance(n, tuple) and n else None
-        created = elementwise_shape(self, name, node, shapes)
+        created = elementwise_shape(self, name, node, shapes) or \
+            slice_shape(self, name, node, shapes)
         if created:
             return created
         if what == "np.array" and len(node.args) == 1 and isinstance(node.args[0], ast.Tuple) \
@@ -210,6 +259,15 @@ class StaticShapes:
             return shape or None
         return None
 
+
+#: Calls returning scalars whatever their operands (whole-array reductions).
+_SCALAR_CALLS = {"np.sum", "np.dot", "np.inner", "rt.sum", "rt.dot", "rt.inner", "np.shape",
+                 "rt.float_stack", "rt.flat_size", "len", "rt.pop_as"}
+#: Calls returning a value of their last argument's shape.
+_LIKE_CALLS = {"rt.like", "rt.zeros_like", "rt.unbroadcast", "rt.sum_grad",
+               "rt.sum_grad_kept"}
+_CASTS = {"float64", "float32", "int64", "int32", "bool_"}
+_BUILTINS = {"int", "float", "abs", "max", "min", "range", "bool", "len"}
 
 #: Operands of runtime calls that read only their operand's shape.
 SHAPE_OPERANDS = {"rt.grad_zeros": (0, 1), "rt.jac_zeros": (0, 1), "rt.unit_like": (0,),
@@ -238,7 +296,8 @@ def _shape_only(function):
 
 def _is_view(node):
     """Whether ``node`` reads an array in place (no storage of its own)."""
-    return _dotted(node) in ("rt.jac_shape", "rt.broadcast_like", "rt.flat")
+    return _dotted(node) in ("rt.jac_shape", "rt.broadcast_like", "rt.flat") or \
+        isinstance(node, ast.Subscript)
 
 
 def _appended(node):
@@ -342,6 +401,7 @@ def rewrite_assign(rw, node):
             rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
                       "differentiate 1-d arrays or scalars")
         return _stmts(f"{name} = " + view.format(J=ast.unparse(J)), node)
+    refuse_unknown(rw, node)
     reduced = lower_scalar(rw, node)          # np.sum, np.dot of local arrays
     if reduced is not None:
         return reduced
@@ -414,3 +474,51 @@ def rewrite_return(rw, node, names):
         else:
             node.value.elts[k] = ast.Name(ret, ast.Load())
     return copies + [node]
+
+
+class SimulatorCuda:
+    """``cuda`` for the device functions under Numba's CUDA simulator.
+
+    The simulator runs each thread of a block as a Python thread and, for
+    each device-function call, swaps the function's global ``cuda`` for the
+    launch's fake module (which has ``cuda.local``) and back on return.  The
+    device functions of one module share their globals, so one thread
+    returning puts the real module back while another still runs and then
+    finds no ``cuda.local``.  This stand-in, which the simulator does not
+    swap, always answers from the running launch's fake module.
+
+    Its ``local.array`` behaves as on a GPU, where a local array is one
+    buffer per statement of the thread, not a new array each time the
+    statement runs (as in the simulator): each (thread, statement) gets one
+    buffer for the launch, filled with NaN when first made, so code that
+    kept an array past the next run of its statement reads what that run
+    wrote, as a GPU would, and tests under the simulator see it.
+    """
+
+    def __getattr__(self, name):
+        from numba import cuda
+        from numba.cuda.simulator import kernel
+        context = kernel._kernel_context
+        if name == "local" and context is not None:
+            return _ReusedLocal(context)
+        return getattr(context if context is not None else cuda, name)
+
+
+class _ReusedLocal:
+    def __init__(self, context):
+        self.buffers = context.__dict__.setdefault("_s2s_ad_local", {})
+
+    def array(self, shape, dtype):
+        import sys
+        import threading
+
+        import numpy as np
+        caller = sys._getframe(1)
+        key = (threading.get_ident(), caller.f_code, caller.f_lineno)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.shape != shape:
+            buffer = self.buffers[key] = np.empty(shape, dtype)
+            if buffer.dtype.kind == "f":
+                buffer.fill(np.nan)
+        return buffer
