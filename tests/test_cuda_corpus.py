@@ -1,8 +1,10 @@
 """The control-flow corpus (tests/programs/control_flow.py) on the CUDA
 target: per-example gradients of a sample of its programs -- loops, while
 loops, break/continue, returns inside loops, branches, helpers -- as
-kernels, equal to the CPU path and to finite differences; programs a thread
-cannot run (they allocate arrays) refused naming the user's line.
+kernels, equal to the CPU path and to finite differences; programs that make
+small arrays of static length per example (per-thread arrays); programs a
+thread cannot run (2-d arrays, slices of moving bounds) refused naming the
+user's line.
 
 Under the simulator (tests/test_cuda.py runs this file in its subprocess);
 the PTX test compiles a few of them for a real GPU.  Two examples per
@@ -31,8 +33,15 @@ SAMPLE = ["cumsum_sq", "horner_desc", "int_bound", "empty_loop", "triangle", "gr
           "continue_negative", "nested_continue_break", "return_in_while", "piecewise",
           "nested_cond", "helper_in_branch", "pytree_loop", "calls_breaking_helper",
           "rosen_chain", "early_return_helper"]
-#: Programs that allocate arrays per example (np.zeros, np.copy): refused.
-REFUSED = ["momentum", "ode_rk2", "elementwise_aug"]
+#: Programs that make small 1-d arrays of static length per example (np.zeros(n)
+#: filled in loops, y + h * k1 in an integrator, helpers returning arrays, slices):
+#: per-thread arrays (s2s_ad/api/cuda_arrays.py); all 12 of the corpus.
+ARRAYS = ["momentum", "while_fill", "continue_write", "recurrence", "overwrite_needed",
+          "elementwise_aug", "slice_aug", "accumulate_at", "fill_and_read", "two_buffers",
+          "same_read_after_write", "ode_rk2"]
+#: Programs a thread cannot run: 2-d arrays made per example (matrix_fill, row_loop's
+#: gradient of a 2-d argument) and slices whose bounds move in a loop (slice_writes).
+REFUSED = ["matrix_fill", "row_loop", "slice_writes"]
 
 
 def _batch(args):
@@ -49,7 +58,7 @@ def _batch(args):
 
 
 @runs
-@pytest.mark.parametrize("name", SAMPLE)
+@pytest.mark.parametrize("name", SAMPLE + ARRAYS)
 def test_corpus_gradient_kernel_equals_cpu_and_finite_differences(name):
     f, make, argnums = PROGRAMS[name]
     args, axes = _batch(make())
@@ -88,7 +97,8 @@ def test_corpus_programs_that_allocate_are_refused_at_their_line(name):
 @ptx_only
 @pytest.mark.usefixtures("nvvm")
 def test_corpus_kernels_compile_to_ptx():
-    for name in ("while_in_for", "nested_continue_break", "piecewise", "pytree_loop"):
+    for name in ("while_in_for", "nested_continue_break", "piecewise", "pytree_loop",
+                 "ode_rk2", "momentum", "slice_aug", "while_fill"):
         f, make, argnums = PROGRAMS[name]
         args, axes = _batch(make())
         ptx = ad.jit(ad.vmap(ad.grad(f, argnums=argnums), in_axes=axes),

@@ -10,6 +10,7 @@ Without either, the kernels are compiled to PTX (libNVVM only), which
 checks what the simulator cannot: that a GPU can compile them (nothing
 allocated, no array returned from a device function's frame).
 """
+import re
 import sys
 from pathlib import Path
 
@@ -152,13 +153,17 @@ def test_reverse_mode_over_a_transform_inside_says_what_to_write():
 
 
 @runs
-def test_an_array_kept_past_its_loop_iteration_is_refused():
-    # one buffer per thread for g: keeping last iteration's g would read the new one
+def test_an_array_kept_past_its_loop_iteration_is_copied():
+    # one buffer per thread for g, written again each iteration: g_prev = g copies it
+    # (under the simulator, local arrays are one buffer per statement, as on a GPU)
     f = ad.jit(ad.vmap(carried_gradient, in_axes=(0, None)), target="cuda")
-    with pytest.raises(UnsupportedSyntaxError, match="the array g, made inside a loop, is "
-                       "kept past its iteration") as info:
-        f(X, C)
-    assert "cuda_nested.py" in str(info.value)
+    got = f(X, C)
+    np.testing.assert_allclose(got, ad.vmap(carried_gradient, in_axes=(0, None))(X, C),
+                               rtol=1e-12)
+    want = [quartic_grad(x)[0] * quartic_grad(x)[1] +
+            quartic_grad(x)[0] * quartic_grad(2 * x)[1] for x in X]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert re.search(r"rtd\.copy_into\(g_prev\w*, g, 1\.0\)", ad.source(f))
 
 
 def test_local_arrays_in_the_generated_source():

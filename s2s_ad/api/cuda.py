@@ -500,6 +500,12 @@ class _DeviceRewrite(ast.NodeTransformer):
             if name in ("maximum", "minimum", "fmax", "fmin") and len(node.args) == 2:
                 node.func = _attr(f"rtd.{name}")      # NumPy's NaN rules, on scalars
                 return node
+            if name in ("zeros", "ones", "empty", "full"):
+                self.refuse(node, f"np.{name} makes an array whose length is known only from "
+                            f"the data, while the kernel runs",
+                            "give it a length known when the kernel is built (a constant, or "
+                            "an argument's shape such as x.shape[0]; 1-d arrays become "
+                            "per-thread arrays), or pass the array in as an argument")
             self.refuse(node, f"it calls np.{name}, which needs arrays a thread would "
                         f"allocate (only arrays of small static length become scalars)",
                         "write it with scalars and loops, with the arrays as arguments")

@@ -14,8 +14,8 @@ that computes it becomes a loop over its elements:
   to the same shape, ``rt.times_kept``, ``rt.like``, ``rt.dot_grad_a/b`` of
   a scalar cotangent, ``rt.sum_grad`` of a whole-array sum) write element
   ``k`` of a new local array;
-* reductions to a scalar (``np.sum``, ``np.dot`` of 1-d arrays, the sum
-  ``rt.unbroadcast`` makes to a scalar) accumulate in a loop;
+* reductions to a scalar (``np.sum``, ``rt.sum_squares``, ``np.dot`` of 1-d
+  arrays, the sum ``rt.unbroadcast`` makes to a scalar) accumulate in a loop;
 * ``a += b`` on an array adds in place, element by element;
 * an array pushed on a stack the CPU code keeps as a list (a ``while``
   loop's states, an integrator's ``y`` each step) is pushed element by
@@ -173,6 +173,14 @@ def _loop(k, n, body, node):
     return loop
 
 
+def _index(rw):
+    """The element index of the current function's loops (one name: they never nest)."""
+    names = rw.__dict__.setdefault("element_index", {})
+    if rw.function not in names:
+        names[rw.function] = _fresh(rw, "e")
+    return names[rw.function]
+
+
 def _fresh(rw, name):
     while name in rw.used:
         name += "_"
@@ -196,7 +204,7 @@ def lower_array(rw, node, name, shape, alloc):
     if len(shape) != 1 or elementwise_shape(rw.local, rw.function, value, shapes) != shape:
         return None
     into = _fresh(rw, f"{name}_new") if _mentions(value, name) else name
-    k = _fresh(rw, "k")
+    k = _index(rw)
     store = ast.Assign([ast.Subscript(ast.Name(into, ast.Load()), ast.Name(k, ast.Load()),
                                       ast.Store())],
                        rw.visit(element(value, k, shapes)), lineno=node.lineno)
@@ -237,6 +245,8 @@ def lower_scalar(rw, node):
     terms = None
     if what in ("np.sum", "rt.sum") and len(value.args) == 1 and not value.keywords:
         terms = value.args[0]
+    elif what == "rt.sum_squares" and len(value.args) == 1 and not value.keywords:
+        terms = ast.BinOp(value.args[0], ast.Mult(), value.args[0])
     elif what in ("np.dot", "rt.dot", "np.inner", "rt.inner") and len(value.args) == 2 and \
             of(value.args[0]) and of(value.args[0]) == of(value.args[1]):
         terms = ast.BinOp(value.args[0], ast.Mult(), value.args[1])
@@ -245,7 +255,7 @@ def lower_scalar(rw, node):
     shape = terms is not None and of(terms)
     if not shape or len(shape) != 1:
         return None
-    acc, k = _fresh(rw, f"{target.id}_sum"), _fresh(rw, "k")
+    acc, k = _fresh(rw, f"{target.id}_sum"), _index(rw)
     add = ast.AugAssign(ast.Name(acc, ast.Store()), ast.Add(),
                         rw.visit(element(terms, k, shapes)), lineno=node.lineno)
     return [ast.Assign([ast.Name(acc, ast.Store())], ast.Constant(0.0), lineno=node.lineno),
@@ -265,7 +275,7 @@ def lower_augassign(rw, node):
     value = _of(rw.local, rw.function, node.value, shapes)
     if value not in (None, shape) or rw.local.is_opaque(rw.function, node.value):
         return None
-    k = _fresh(rw, "k")
+    k = _index(rw)
     step = ast.AugAssign(ast.Subscript(rw.visit(copy.deepcopy(target)), ast.Name(k, ast.Load()),
                                        ast.Store()), node.op,
                          rw.visit(element(node.value, k, shapes)), lineno=node.lineno)
@@ -278,7 +288,7 @@ def push_array(rw, stack, count, value):
     shape = _of(rw.local, rw.function, value, shapes)
     if not shape or len(shape) != 1:
         return None
-    k = _fresh(rw, "k")
+    k = _index(rw)
     item = ast.unparse(rw.visit(element(value, k, shapes)))
     return _parse(f"for {k} in range({shape[0]}):\n"
                   f"    {count} = rtd.push({stack}, {count}, {item}, need)", value)
@@ -291,7 +301,7 @@ def pop_array(rw, node, stack, count, alloc):
     target = node.targets[0]
     if not shape or len(shape) != 1 or not (isinstance(target, ast.Name) or _is_slice(target)):
         return None
-    k = _fresh(rw, "k")
+    k = _index(rw)
     into = ast.unparse(target)
     return (alloc(target.id) if isinstance(target, ast.Name) else []) + _parse(
         f"for {k} in range({shape[0] - 1}, -1, -1):\n    {count} -= 1\n"

@@ -261,7 +261,8 @@ class StaticShapes:
 
 
 #: Calls returning scalars whatever their operands (whole-array reductions).
-_SCALAR_CALLS = {"np.sum", "np.dot", "np.inner", "rt.sum", "rt.dot", "rt.inner", "np.shape",
+_SCALAR_CALLS = {"np.sum", "rt.sum_squares", "np.dot", "np.inner", "rt.sum", "rt.dot",
+                 "rt.inner", "np.shape",
                  "rt.float_stack", "rt.flat_size", "len", "rt.pop_as"}
 #: Calls returning a value of their last argument's shape.
 _LIKE_CALLS = {"rt.like", "rt.zeros_like", "rt.unbroadcast", "rt.sum_grad",

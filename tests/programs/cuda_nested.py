@@ -56,8 +56,8 @@ def clipped_grad(x, c):
 
 
 def carried_gradient(x, c):
-    """A gradient computed in a loop and kept for the next iteration: one
-    buffer per thread cannot hold both, so the CUDA target refuses it."""
+    """A gradient computed in a loop and kept for the next iteration: on the
+    CUDA target, copied out of the buffer the next iteration writes."""
     g_prev = ad.grad(quartic)(x, c)
     s = 0.0
     for k in range(2):
