@@ -20,9 +20,10 @@ allocates, copies its result into it and returns that
 the kernel's output row for it.
 
 A local array is one buffer per thread, reused each time its statement
-runs: one created inside a loop must be used within the iteration, so an
-array assigned to another name inside a loop (carried to the next
-iteration) is refused.
+runs: an array made inside a loop and assigned to another name (carried to
+the next iteration, or kept past the loop) is copied into that name's own
+buffer.  Arrays the per-example code makes itself (``np.zeros(n)``,
+elementwise arithmetic) are lowered by :mod:`s2s_ad.api.cuda_arrays`.
 """
 import ast
 
