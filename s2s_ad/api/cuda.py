@@ -334,6 +334,13 @@ class _DeviceRewrite(ast.NodeTransformer):
         self.used = used
         self.rets = [] if node.name == self.entry else [
             _fresh(f"ret{k}", used) for k in range(len(array_slots(self.local, node.name)))]
+        # how often each name is assigned (an output row's name assigned again is copied)
+        self.rebound = {}
+        for n in ast.walk(node):
+            for t in n.targets if isinstance(n, ast.Assign) else ():
+                for m in ast.walk(t):
+                    if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
+                        self.rebound[m.id] = self.rebound.get(m.id, 0) + 1
         self.generic_visit(node)
         if node.name in self.taped:
             node.args.args += [ast.arg("tape"), ast.arg("tape_top"), ast.arg("need")]
@@ -453,7 +460,13 @@ class _DeviceRewrite(ast.NodeTransformer):
                     return value
                 if _is_call(value, "rt.like") and isinstance(value.args[0], ast.Name) and \
                         value.args[0].id in self.outputs:
-                    self.returned[path] = value.args[0].id
+                    name = value.args[0].id
+                    self.returned[path] = name
+                    if self.rebound.get(name, 0) > 1:
+                        # assigned a new (per-thread) array after its output row: copied
+                        copies.append(ast.Expr(ast.Call(_attr("rtd.copy_into"), [
+                            ast.Name(self.outputs[name], ast.Load()), ast.Name(name, ast.Load()),
+                            ast.Constant(1.0)], [])))
                     return ast.Constant(None)
                 return value
             node.value = strip(node.value, ())

@@ -230,6 +230,30 @@ def refuse_unknown(rw, node):
                           "compute it with scalars and loops over arrays of static length")
 
 
+#: Runtime functions of arrays that make arrays (or need NumPy's) in CPU code:
+#: left to them, a GPU thread would allocate (the simulator would run them).
+ARRAY_RUNTIME = {"rt.dot", "rt.inner", "rt.matmul", "rt.outer", "rt.dot_grad_a",
+                 "rt.dot_grad_b", "rt.matmul_grad_a", "rt.matmul_grad_b", "rt.sum_grad",
+                 "rt.sum_grad_kept", "rt.times_kept", "rt.unbroadcast", "rt.sum_squares"}
+
+
+def refuse_array_call(rw, node):
+    """Refuse ``node`` when it calls one of :data:`ARRAY_RUNTIME` on a local or
+    argument array and was not lowered (a 2-d array, operands of different
+    shapes): a GPU thread would allocate."""
+    value = node.value
+    shapes = rw.local.shapes.get(rw.function, {})
+    if _dotted(value) in ARRAY_RUNTIME:
+        for a in value.args:
+            if isinstance(a, ast.Name) and shapes.get(a.id):
+                rw.refuse(node, f"it computes with the array {a.id} of shape "
+                          f"{shapes[a.id]} beyond elementwise arithmetic and sums of 1-d "
+                          f"arrays (NumPy would allocate)",
+                          "write it with scalars and loops (1-d arrays of static length "
+                          "in elementwise arithmetic become per-thread arrays); pass 2-d "
+                          "arrays flattened")
+
+
 def lower_scalar(rw, node):
     """``name = value`` for a scalar ``value`` reduced from local arrays
     (statements), else None."""

@@ -35,6 +35,7 @@ from .cuda_arrays import (
     lower_scalar,
     pop_array,
     push_array,
+    refuse_array_call,
     refuse_unknown,
     same_array,
     slice_shape,
@@ -236,7 +237,8 @@ class StaticShapes:
                 and isinstance(node.operand, ast.Name):
             return of(node.operand)
         what = _dotted(node)
-        if what in ("np.zeros", "np.ones", "np.empty") and len(node.args) == 1:
+        if what in ("np.zeros", "np.ones", "np.empty") and len(node.args) == 1 and \
+                not node.keywords:                   # float arrays (no dtype=)
             n = self._int(name, node.args[0])
             return (n,) if type(n) is int else n if isinstance(n, tuple) and n else None
         created = elementwise_shape(self, name, node, shapes) or \
@@ -409,6 +411,7 @@ def rewrite_assign(rw, node):
         return reduced
     shape = sh._shape(fn, value, shapes)
     if not shape:
+        refuse_array_call(rw, node)
         return None
     if what == "rt.broadcast_like":
         t, x = value.args
@@ -435,7 +438,10 @@ def rewrite_assign(rw, node):
         return _alloc(rw, node, name, shape) + _stmts(
             f"rtd.fill({name}, 0.0)\n{name}[{ast.unparse(rw.visit(value.args[1]))}] = 1.0",
             node)
-    return lower_array(rw, node, name, shape, lambda n: _alloc(rw, node, n, shape))
+    lowered = lower_array(rw, node, name, shape, lambda n: _alloc(rw, node, n, shape))
+    if lowered is None:
+        refuse_array_call(rw, node)
+    return lowered
 
 
 def augassign(rw, node):
