@@ -166,7 +166,7 @@ DOT_3D = "with more than 2 dimensions"
 ADV_SPLIT = "integer-array indices separated by slices"
 NOT_OP = "not has no batching rule"
 FLOAT_CAST_DTYPE = ("float(x) of a float32 value: per example a Python float (float64), "
-                    "vectorized a float32 array (vectorize.py:51 _SAME: float becomes a copy)")
+                    "vectorized a float32 array (transforms/batch.py _same: float becomes a copy)")
 
 # The rank of np.zeros/np.full of a shape held in a variable (np.shape(x), x.shape) is
 # not inferred (s2s_ad/analyses/ranks.py _shape_rank), so what reads it refuses.

@@ -1,6 +1,7 @@
 """Lowering expressions other than calls: names, constants (folded while
 lowering), attributes, displays, operators, comparisons, subscripts.
 """
+import ast
 import numbers
 
 import gast
@@ -216,19 +217,19 @@ class Expressions:
             raise self.error(node, f"the operator {type(op).__name__} is not supported")
         comprehensions.refuse_list_operator(self, name, args, node)
         if any(isinstance(a, Tup) for a in args):
-            sequence = self.sequence_operator(name, args, node)
+            sequence = self.sequence_operator(op, args, node)
             if sequence is not None:
                 return sequence
             # NumPy reads a list or tuple operand as np.array(list).
             args = [self.array_of(a, node) if isinstance(a, Tup) else a for a in args]
         return self.emit(rules.RULES[name], args, {})
 
-    def sequence_operator(self, name, args, node):
+    def sequence_operator(self, op, args, node):
         """Python's ``+`` and ``*`` of tuples and lists (concatenation, repetition),
         statically; None where NumPy's arithmetic applies instead."""
-        if name == "np.add" and all(isinstance(a, Tup) for a in args):
+        if _ast_op(op) is ast.Add and all(isinstance(a, Tup) for a in args):
             return Tup(args[0].items + args[1].items, args[0].is_list)
-        if name == "np.multiply" and len(args) == 2:
+        if _ast_op(op) is ast.Mult and len(args) == 2:
             seq, n = args if isinstance(args[0], Tup) else args[::-1]
             if isinstance(n, Const) and isinstance(n.value, int) and \
                     not isinstance(n.value, bool):
