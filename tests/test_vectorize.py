@@ -685,6 +685,8 @@ def _fft():
         P("np.fft.rfft", "power", "a", "np.abs(np.fft.rfft(a)) ** 2", F(*M)),
         P("np.fft.irfft", "n", "a", "np.fft.irfft(np.fft.rfft(a, axis=0) * 2.0, n=5, axis=0)",
           F(*M)),
+        P("np.fft.hfft", "n_axis0", "a", "np.fft.hfft(a, n=5, axis=0)", F(*M)),
+        P("np.fft.ihfft", "abs", "a", "np.abs(np.fft.ihfft(a, norm='ortho'))", F(*M)),
         P("np.fft.fftn", "all", "a", "np.abs(np.fft.fftn(a))", F(*M)),
         P("np.fft.fftn", "s", "a", "np.fft.fftn(a, s=(3, 4), axes=(1, 0)).real", F(*T)),
         P("np.fft.ifftn", "axes", "a", "np.fft.ifftn(a, axes=(0,)).imag", F(*M)),
