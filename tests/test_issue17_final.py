@@ -142,9 +142,10 @@ def test_readme_declarations_and_coverage_are_current():
     from s2s_ad.rules import library
     root = pathlib.Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
-    blocks = re.findall(r"```python\n((?:elementwise|_decl)\(.*?)```", readme, re.S)
-    assert len(blocks) == 2
-    sources = {"elementwise": "s2s_ad/rules/elementwise.py", "_decl": "s2s_ad/rules/linalg.py"}
+    blocks = re.findall(r"```python\n((?:elementwise|_decl|linear)\(.*?)```", readme, re.S)
+    assert len(blocks) == 3
+    sources = {"elementwise": "s2s_ad/rules/elementwise.py", "_decl": "s2s_ad/rules/linalg.py",
+               "linear": "s2s_ad/rules/arrays.py"}
     for block in blocks:
         kind = block.split("(")[0]
         assert block in (root / sources[kind]).read_text(), f"README shows a stale {kind}(...)"

@@ -20,7 +20,7 @@ SAME = {"shape": "same", "batch": "same"}
 # -- reductions ----------------------------------------------------------
 linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.sum_grad(g, a, axis, keepdims)"}, emit="rt.sum", defaults=AXES,
-       methods=("sum",), **REDUCTION)
+       methods=("sum",), shape="reduced", batch="reduction")
 linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
        methods=("mean",), **REDUCTION)
