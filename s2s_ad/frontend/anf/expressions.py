@@ -242,6 +242,8 @@ class Expressions:
 
     def expr_Subscript(self, node):
         value = self.expr(node.value)
+        if self._is_ix(node.slice):
+            return self.outer_index(value, node.slice.args)
         index = self.index(node.slice)
         if isinstance(value, Record) and value.container.cls is dict:
             item = value.item(index.value) if isinstance(index, Const) else None
@@ -262,6 +264,25 @@ class Expressions:
                                  f"of {len(value.items)} values")
             return value.items[index.value]
         return self.emit(rules.RULES["getitem"], [value], {"index": index})
+
+    def _is_ix(self, node):
+        """Whether ``node`` is a call ``np.ix_(i0, i1, ...)`` (positional arrays only)."""
+        if not isinstance(node, gast.Call) or node.keywords or not node.args or \
+                any(isinstance(a, gast.Starred) for a in node.args):
+            return False
+        ok, obj = self.src.resolve(node.func)
+        return ok and obj is np.ix_
+
+    def outer_index(self, value, indices):
+        """``x[np.ix_(i0, i1, ...)]`` read as ``x[i0][:, i1][:, :, i2]...``: the same
+        elements (one index array per axis, taken in turn), in a form Numba
+        compiles (it has no np.ix_) whose adjoint accumulates repeated indices."""
+        for k, arg in enumerate(indices):
+            index = self.index(arg)
+            if k:
+                index = Tup((Const(slice(None)),) * k + (index,))
+            value = self.emit(rules.RULES["getitem"], [value], {"index": index})
+        return value
 
     def index(self, node):
         if isinstance(node, gast.Tuple):
