@@ -341,7 +341,8 @@ def abs_curv(a, b, x):
     return np.real(a) * (np.conj(b) - np.conj(x) * np.real(np.conj(x) * b) / (m * m)) / m
 
 
-EXPORTS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "hfft_grad", "ihfft_grad", "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
+EXPORTS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "hfft_grad", "ihfft_grad",
+           "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
            "rfft2", "irfft2", "fftshift",
            "ifftshift", "fft_grad", "ifft_grad", "rfft_grad", "irfft_grad", "fftn_grad",
            "ifftn_grad", "rfftn_grad", "irfftn_grad", "fftshift_grad", "ifftshift_grad",
