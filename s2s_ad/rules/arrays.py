@@ -20,7 +20,7 @@ SAME = {"shape": "same", "batch": "same"}
 # -- reductions ----------------------------------------------------------
 linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.sum_grad(g, a, axis, keepdims)"}, emit="rt.sum", defaults=AXES,
-       methods=("sum",), shape="reduced", batch="reduction")
+       methods=("sum",), shape="reduced", batch="reduction", total="elements")
 linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
        methods=("mean",), **REDUCTION)
@@ -43,13 +43,13 @@ nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
        {"a": "rt.dot_grad_a(g, a, b)", "b": "rt.dot_grad_b(g, a, b)"}, emit="rt.dot",
-       methods=("dot",), batch="product", batched=BDOT)
+       methods=("dot",), batch="product", batched=BDOT, total="products")
 linear("np.matmul", np.matmul, ("x1", "x2"), ("x1", "x2"),
        {"x1": "rt.matmul_grad_a(g, x1, x2)", "x2": "rt.matmul_grad_b(g, x1, x2)"},
        emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL)
 linear("np.inner", np.inner, ("a", "b"), ("a", "b"),
        {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner",
-       batch="product", batched=BINNER)
+       batch="product", batched=BINNER, total="products")
 linear("np.outer", np.outer, ("a", "b"), ("a", "b"),
        {"a": "rt.reshape_like(rt.dot(g, np.ravel(b)), a)",
         "b": "rt.reshape_like(rt.dot(np.ravel(a), g), b)"}, batch="product", batched=BOUTER)
@@ -129,7 +129,8 @@ register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True
 _DTYPE = {"dtype": None}
 for _fn in ("zeros", "ones", "empty"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("shape", "dtype"), defaults=_DTYPE,
-            operands=(), shape="from_shape", fresh=_fn != "ones")
+            operands=(), shape="from_shape", fresh=_fn != "ones",
+            fill={"zeros": 0.0, "ones": 1.0}.get(_fn))
 for _fn in ("zeros_like", "ones_like", "empty_like"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("a", "dtype"), defaults=_DTYPE, operands=("a",),
             fresh=_fn != "ones_like", **SAME)

@@ -91,6 +91,8 @@ class Rule:
     gives_rank: bool = False          # its value is its operand's rank (np.ndim): folded when known
     from_list: bool = False           # a list display operand is built as an array (np.array)
     equal_operands: str = None        # the rule for one value twice (x * x: np.square)
+    fill: Any = None                  # a constructor's constant value (np.zeros: 0.0)
+    total: str = None                 # a sum of vector "elements" (np.sum) or "products" (np.dot)
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
     forms: Any = None                 # (args, kwargs) -> a library function for that call form
