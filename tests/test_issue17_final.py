@@ -116,10 +116,10 @@ def test_no_rule_shows_the_tables_reason():
 def test_unsupported_call_is_reported_before_its_attribute():
     from s2s_ad.rules.table import UNSUPPORTED
     with pytest.raises(ad.NonDifferentiableError) as e:
-        ad.grad(lib.unsupported_fft)(X[0])
+        ad.grad(lib.unsupported_call)(X[0])
     msg = str(e.value)
-    assert "np.fft.hfft()" in msg and UNSUPPORTED["np.fft.hfft"] in msg
-    assert msg.index("np.fft.hfft") < msg.index(".flat")
+    assert "np.convolve()" in msg and UNSUPPORTED["np.convolve"] in msg
+    assert msg.index("np.convolve") < msg.index(".flat")
     assert e.value.filename.endswith("library_cases.py")
 
 
