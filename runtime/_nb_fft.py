@@ -35,7 +35,7 @@ def _primal_dtype(name, a):
     dt = np_dtype(a)
     if "shift" in name:
         return dt
-    return _real_of(dt) if name.startswith("irfft") else _complex_of(dt)
+    return _real_of(dt) if name.startswith(("irfft", "hfft")) else _complex_of(dt)
 
 
 def _grad_dtype(name, g, a):
@@ -87,6 +87,11 @@ for _n in ("fft", "ifft", "rfft", "irfft"):
     _objmode(_n + "_grad", ["g", "a", "n", "axis", "norm"],
              lambda g, a, _n=_n: _grad_dtype(_n, g, a), 1)
     _objmode(_n + "n_grad", ["g", "a", "s", "axes", "norm"],
+             lambda g, a, _n=_n: _grad_dtype(_n, g, a), 1)
+for _n in ("hfft", "ihfft"):
+    _DEFAULTS[_n] = _DEFAULTS[_n + "_grad"] = _AXIS
+    _objmode(_n, ["a", "n", "axis", "norm"], lambda a, _n=_n: _primal_dtype(_n, a), 0)
+    _objmode(_n + "_grad", ["g", "a", "n", "axis", "norm"],
              lambda g, a, _n=_n: _grad_dtype(_n, g, a), 1)
 for _n in ("fftshift", "ifftshift"):
     _DEFAULTS[_n] = _DEFAULTS[_n + "_grad"] = [None]

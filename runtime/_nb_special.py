@@ -13,32 +13,15 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import special
-from ._nbutil import compile_impl, dtype_src, grad_dtype, is_scalar
+from ._nbutil import compile_impl, elementwise_impl, elementwise_overload, is_scalar
 
 _KERNELS = {"digamma": special.digamma_scalar, "erfinv": special.erfinv_scalar,
             "gammaln": math.lgamma, "erf": math.erf, "erfc": math.erfc}
 
 
-def _unary(name):
-    kernel = _KERNELS[name]
-
-    @overload(getattr(special, name))
-    def _impl(x):
-        if is_scalar(x):
-            return lambda x: kernel(float(x))
-        if not isinstance(x, types.Array):
-            raise TypingError(f"s2s_ad.runtime.{name}: expected a number or an array, got {x}")
-        src = ("def impl(x):\n"
-               f"    out = np.empty(x.shape, {dtype_src(grad_dtype(x))})\n"
-               "    for i in np.ndindex(x.shape):\n"
-               "        out[i] = kernel(float(x[i]))\n"
-               "    return out")
-        return compile_impl(src + f"\n# {name}", {"kernel": kernel})
-
-
-for _name in _KERNELS:
-    _unary(_name)
-del _name
+for _name, _kernel in _KERNELS.items():
+    overload(getattr(special, _name))(elementwise_overload(_kernel, _name))
+del _name, _kernel
 
 
 @overload(special.polygamma)
@@ -46,15 +29,7 @@ def _polygamma(n, x):
     if not isinstance(n, types.Integer):
         raise TypingError("s2s_ad.runtime.polygamma in compiled code takes an integer order n, "
                           f"got {n}")
-    kernel = special.polygamma_scalar
-    if is_scalar(x):
-        return lambda n, x: kernel(n, float(x))
-    src = ("def impl(n, x):\n"
-           f"    out = np.empty(x.shape, {dtype_src(grad_dtype(x))})\n"
-           "    for i in np.ndindex(x.shape):\n"
-           "        out[i] = kernel(n, float(x[i]))\n"
-           "    return out")
-    return compile_impl(src, {"kernel": kernel})
+    return elementwise_impl(special.polygamma_scalar, x, "polygamma", lead="n, ")
 
 
 @overload(special.float_power)

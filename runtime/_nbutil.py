@@ -113,6 +113,33 @@ def dtype_src(dt):
     return f"np.{np.dtype(dt).name}"
 
 
+def elementwise_impl(kernel, x, name, lead=""):
+    """The implementation applying the scalar `kernel` (a float -> float
+    jitable) to the number or array of Numba type `x`: a float, or a new
+    array of `x`'s gradient dtype filled element by element.  `lead` names
+    arguments passed to the kernel before the element ("n, "); `name` is the
+    runtime function's, for the TypingError raised for any other `x`."""
+    if is_scalar(x):
+        src = f"def impl({lead}x):\n    return kernel({lead}float(x))"
+    elif isinstance(x, types.Array):
+        src = (f"def impl({lead}x):\n"
+               f"    out = np.empty(x.shape, {dtype_src(grad_dtype(x))})\n"
+               "    for i in np.ndindex(x.shape):\n"
+               f"        out[i] = kernel({lead}float(x[i]))\n"
+               "    return out")
+    else:
+        raise TypingError(f"s2s_ad.runtime.{name}: expected a number or an array, got {x}")
+    return compile_impl(f"{src}\n# {name}", {"kernel": kernel})
+
+
+def elementwise_overload(kernel, name):
+    """The typing function of ``overload(f)`` for an ``f`` of one argument
+    that applies `kernel` elementwise (see :func:`elementwise_impl`)."""
+    def typer(x):
+        return elementwise_impl(kernel, x, name)
+    return typer
+
+
 def index(names):
     """Source of an index expression over `names` ("()" when empty)."""
     return ", ".join(names) if names else "()"

@@ -10,12 +10,10 @@ import math
 
 import numpy as np
 import scipy.special as sc
-from numba import types
-from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numpy.lib import _function_base_impl as _impl
 
-from ._nbutil import compile_impl, dtype_src, grad_dtype, is_scalar
+from ._nbutil import elementwise_overload
 
 _I0A = np.array(_impl._i0A, dtype=np.float64)
 _I0B = np.array(_impl._i0B, dtype=np.float64)
@@ -65,22 +63,7 @@ def i1_scalar(x):
     return total
 
 
-def _elementwise(kernel, name):
-    def typer(x):
-        if is_scalar(x):
-            return lambda x: kernel(float(x))
-        if not isinstance(x, types.Array):
-            raise TypingError(f"s2s_ad.runtime.{name}: expected a number or an array, got {x}")
-        src = ("def impl(x):\n"
-               f"    out = np.empty(x.shape, {dtype_src(grad_dtype(x))})\n"
-               "    for i in np.ndindex(x.shape):\n"
-               "        out[i] = kernel(float(x[i]))\n"
-               f"    return out\n# {name}")
-        return compile_impl(src, {"kernel": kernel})
-    return typer
-
-
-overload(i0)(_elementwise(i0_scalar, "i0"))
-overload(i1)(_elementwise(i1_scalar, "i1"))
+overload(i0)(elementwise_overload(i0_scalar, "i0"))
+overload(i1)(elementwise_overload(i1_scalar, "i1"))
 
 EXPORTS = ("i0", "i1")

@@ -102,6 +102,16 @@ def irfft(a, n=None, axis=-1, norm=None):
     return np.fft.irfft(a, n, axis, norm)
 
 
+def hfft(a, n=None, axis=-1, norm=None):
+    """np.fft.hfft: the real signal of a Hermitian half spectrum."""
+    return np.fft.hfft(a, n, axis, norm)
+
+
+def ihfft(a, n=None, axis=-1, norm=None):
+    """np.fft.ihfft: the half spectrum of a real signal (inverse of hfft)."""
+    return np.fft.ihfft(a, n, axis, norm)
+
+
 def fftn(a, s=None, axes=None, norm=None):
     """np.fft.fftn."""
     return np.fft.fftn(a, s, axes, norm)
@@ -195,6 +205,26 @@ def irfft_grad(g, a, n=None, axis=-1, norm=None):
     r = r * (_hermitian_weights(r.shape[axis], length, axis, r.ndim)
              * _scale(norm, length, inverse=True))
     return _as_operand(_fit(r, a.shape[axis], axis), a)
+
+
+def _swapped(norm):
+    """The norm of the opposite direction (NumPy writes hfft as irfft of conj(a))."""
+    _check_norm(norm)
+    return {None: "forward", "backward": "forward", "ortho": "ortho",
+            "forward": "backward"}[norm]
+
+
+def hfft_grad(g, a, n=None, axis=-1, norm=None):
+    """Cotangent of ``a`` in ``np.fft.hfft``, which is ``irfft(conj(a), n, axis)``
+    with the norm of the other direction: conj of irfft's cotangent."""
+    a = np.asarray(a)
+    return _as_operand(np.conj(irfft_grad(g, np.conj(a), n, axis, _swapped(norm))), a)
+
+
+def ihfft_grad(g, a, n=None, axis=-1, norm=None):
+    """Cotangent of ``a`` in ``np.fft.ihfft``, which is ``conj(rfft(a, n, axis))``
+    with the norm of the other direction: rfft's cotangent of conj(g)."""
+    return rfft_grad(np.conj(g), a, n, axis, _swapped(norm))
 
 
 def fftn_grad(g, a, s=None, axes=None, norm=None):
@@ -311,7 +341,8 @@ def abs_curv(a, b, x):
     return np.real(a) * (np.conj(b) - np.conj(x) * np.real(np.conj(x) * b) / (m * m)) / m
 
 
-EXPORTS = ("fft", "ifft", "rfft", "irfft", "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
+EXPORTS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "hfft_grad", "ihfft_grad",
+           "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2",
            "rfft2", "irfft2", "fftshift",
            "ifftshift", "fft_grad", "ifft_grad", "rfft_grad", "irfft_grad", "fftn_grad",
            "ifftn_grad", "rfftn_grad", "irfftn_grad", "fftshift_grad", "ifftshift_grad",

@@ -30,6 +30,8 @@ def _index_add(b, index, g):
         return _mask_add(b, index, g)
     if _array_tuple(index, b):
         return _tuple_add(index, g)
+    if _sliced_array(index, b):
+        return _sliced_add(index, g)
     if not (isinstance(index, types.Array) and index.ndim == 1
             and isinstance(index.dtype, types.Integer)):
         raise TypingError("s2s_ad: under ad.jit, differentiating x[idx] with an index array "
@@ -52,6 +54,26 @@ def _array_tuple(index, b):
         isinstance(t, types.Integer) or (isinstance(t, types.Array) and t.ndim == 1 and
                                          isinstance(t.dtype, types.Integer)) for t in index) \
         and any(isinstance(t, types.Array) for t in index)
+
+
+def _sliced_array(index, b):
+    """An index of slices then one 1-D integer array (``x[:, cols]``, ``x[1:, :, k]``)."""
+    return isinstance(index, types.BaseTuple) and 1 < len(index) <= b.ndim and all(
+        isinstance(t, types.SliceType) for t in index[:-1]) and isinstance(
+        index[-1], types.Array) and index[-1].ndim == 1 and isinstance(index[-1].dtype,
+                                                                        types.Integer)
+
+
+def _sliced_add(index, g):
+    """``b[:, cols] += g`` adding every repeat: a loop over the index array, each
+    position's slab of g added to b's (g's axes: the slices' selections, then k)."""
+    m = len(index) - 1
+    slices = "".join(f"index[{i}], " for i in range(m))
+    value = "g[" + ":, " * m + "k]" if isinstance(g, types.Array) else "g"
+    src = ("def impl(b, index, g):\n"
+           f"    for k in range(index[{m}].shape[0]):\n"
+           f"        b[{slices}index[{m}][k]] += {value}\n")
+    return compile_impl(src)
 
 
 def _tuple_positions(index):

@@ -14,7 +14,8 @@ RNG = np.random.default_rng(1700)
 X1 = RNG.normal(size=6)
 X2 = RNG.normal(size=(3, 4))
 CASES = {"power": X1, "filtered": X1, "round_trip": X1, "magnitude_with_phase": X1,
-         "conj_product": X1, "shifted": X1, "ortho_2d": X2, "spectra_2d": X2}
+         "conj_product": X1, "shifted": X1, "ortho_2d": X2, "spectra_2d": X2,
+         "hermitian": X1, "half_spectrum": X1}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -117,7 +118,8 @@ def test_bad_norm_names_the_argument():
 
 
 @pytest.mark.parametrize("name", ["power", "filtered", "round_trip", "magnitude_with_phase",
-                                  "conj_product", "shifted", "ortho_2d", "spectra_2d"])
+                                  "conj_product", "shifted", "ortho_2d", "spectra_2d",
+                                  "hermitian", "half_spectrum"])
 def test_second_derivatives(name):
     """Hessians of a weighted sum, in each order of the modes (np.abs of complex
     values included), against finite differences of the gradient."""

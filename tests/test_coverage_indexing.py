@@ -17,7 +17,7 @@ RNG = np.random.default_rng(1702)
 X = RNG.uniform(0.3, 1.7, 12) * RNG.choice([-1.0, 1.0], 12)
 CASES = ["add_at", "add_at_scalar", "iadd_repeated", "set_repeated_scalar", "put", "put_wrap",
          "where_indices", "nonzero_2d", "partition", "partition_axis", "i0", "rows_cols",
-         "set_rows_cols", "increment_rows_cols"]
+         "set_rows_cols", "increment_rows_cols", "ix_rows_cols", "ix_3d", "sliced_columns"]
 # Output shapes that depend on the data (the positive entries): no batch of them.
 DATA_SHAPED = {"where_indices", "nonzero_2d"}
 

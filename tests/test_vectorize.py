@@ -166,7 +166,7 @@ DOT_3D = "with more than 2 dimensions"
 ADV_SPLIT = "integer-array indices separated by slices"
 NOT_OP = "not has no batching rule"
 FLOAT_CAST_DTYPE = ("float(x) of a float32 value: per example a Python float (float64), "
-                    "vectorized a float32 array (vectorize.py:51 _SAME: float becomes a copy)")
+                    "vectorized a float32 array (transforms/batch.py _same: float becomes a copy)")
 
 # The rank of np.zeros/np.full of a shape held in a variable (np.shape(x), x.shape) is
 # not inferred (s2s_ad/analyses/ranks.py _shape_rank), so what reads it refuses.
@@ -685,6 +685,8 @@ def _fft():
         P("np.fft.rfft", "power", "a", "np.abs(np.fft.rfft(a)) ** 2", F(*M)),
         P("np.fft.irfft", "n", "a", "np.fft.irfft(np.fft.rfft(a, axis=0) * 2.0, n=5, axis=0)",
           F(*M)),
+        P("np.fft.hfft", "n_axis0", "a", "np.fft.hfft(a, n=5, axis=0)", F(*M)),
+        P("np.fft.ihfft", "abs", "a", "np.abs(np.fft.ihfft(a, norm='ortho'))", F(*M)),
         P("np.fft.fftn", "all", "a", "np.abs(np.fft.fftn(a))", F(*M)),
         P("np.fft.fftn", "s", "a", "np.fft.fftn(a, s=(3, 4), axes=(1, 0)).real", F(*T)),
         P("np.fft.ifftn", "axes", "a", "np.fft.ifftn(a, axes=(0,)).imag", F(*M)),

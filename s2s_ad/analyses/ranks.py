@@ -9,13 +9,6 @@ scalar values that are cheap to recompute off the stacks.
 """
 from ..ir import Call, Const, For, Prim, Slice, Tup, Var, leaves_of, walk
 
-_AXIS_REDUCTIONS = {"np.sum", "np.mean", "np.prod", "np.max", "np.min"}
-_SCALAR = {"len", "int", "float", "np.ndim", "np.size", "np.argmax", "np.argmin"}
-_SAME = {"copy", "stop_gradient", "np.transpose", "np.copy", "np.asarray", "np.negative",
-         "np.positive", "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like",
-         "np.round", "dtype"}
-
-
 _CALLS = {}
 
 
@@ -77,6 +70,8 @@ def rank_of(atom, ranks):
 
 
 def prim_rank(s, ranks):
+    """The rank of a primitive's output, from its rule's declared ``rank`` or
+    ``shape`` kind (rules/registry.py ``SHAPES``)."""
     name = s.rule.name
     args = [rank_of(a, ranks) if not isinstance(a, Tup) else None for a in s.args]
     p = s.params
@@ -84,33 +79,24 @@ def prim_rank(s, ranks):
         return None
     if s.rule.rank is not None:       # declared by the rule
         return s.rule.rank(args, p)
-    if name == "rt.broadcast_like":
-        return args[1]
-    if name == "rt.stack_like":
-        return None if args[0] is None else args[0] + 1
-    if s.rule.elementwise or s.rule.name in ("and", "or", "not") or (
-            s.rule.nondiff and len(s.rule.operands) in (1, 2) and s.rule.operands == s.rule.params
-            and name not in _SCALAR and name != "np.shape"):
-        return None if None in args else max(args, default=0)
-    if name in _SCALAR or name.startswith("math."):
-        return 0
-    if name in _SAME:
-        return args[0] if args else None
-    if name in _AXIS_REDUCTIONS:
-        return _reduced(args[0], p.get("axis"), p.get("keepdims"))
     if name == "getitem":
         return _indexed(args[0], p["index"], ranks)
-    if name == "np.reshape" or name in ("np.zeros", "np.ones", "np.empty", "np.full"):
+    kind = s.rule.shape
+    if s.rule.pointwise:
+        return None if None in args else max(args, default=0)
+    if kind == "scalar" or name.startswith("math."):
+        return 0
+    if kind in ("same", "permuted"):
+        return args[0] if args else None
+    if kind == "reduced":
+        return _reduced(args[0], p.get("axis"), p.get("keepdims"))
+    if kind in ("from_shape", "reshaped"):
         return _shape_rank(p.get("shape"), ranks)
-    if name == "np.stack":
-        items = [rank_of(x, ranks) for x in s.args[0].items] if isinstance(s.args[0], Tup) else []
-        return None if not items or None in items else items[0] + 1
-    if name == "np.concatenate":
-        items = [rank_of(x, ranks) for x in s.args[0].items] if isinstance(s.args[0], Tup) else []
-        return None if not items or None in items else items[0]
-    if name == "np.array" and isinstance(s.args[0], Tup):
+    if kind in ("stacked", "joined") and isinstance(s.args[0], Tup):
         items = [rank_of(x, ranks) for x in s.args[0].items]
-        return None if None in items else items[0] + 1
+        if not items or None in items:
+            return None
+        return items[0] + (kind == "stacked")
     return None
 
 
@@ -196,26 +182,23 @@ def class_of(atom, classes):
 
 
 def _class(s, classes, ranks):
-    name = s.rule.name
     fresh = ("unknown", next(_FRESH))
     if s.rule.unknown:
         return fresh
     args = [class_of(a, classes) if not isinstance(a, Tup) else None for a in s.args]
-    if s.rule.elementwise or name in ("and", "or", "not") or (
-            s.rule.nondiff and s.rule.operands == s.rule.params and len(s.rule.operands) in (1, 2)
-            and name not in _SCALAR and name not in ("np.shape", "np.eye", "np.arange")):
+    kind = s.rule.shape
+    if s.rule.pointwise:
         if None in args:
             return fresh
         arrays = {c for c in args if c != SCALAR}
         if not arrays:
             return SCALAR
         return arrays.pop() if len(arrays) == 1 else fresh
-    if name in ("copy", "stop_gradient", "np.copy", "np.asarray", "np.negative", "np.positive",
-                "np.zeros_like", "np.ones_like", "np.empty_like", "np.full_like", "np.round"):
+    if kind == "same":
         return args[0] or fresh
-    if name in ("np.zeros", "np.ones", "np.empty", "np.full"):
+    if kind == "from_shape":
         return _shape_class(s.params.get("shape")) or fresh
-    if name == "np.array" and isinstance(s.args[0], Tup):
+    if kind == "stacked" and isinstance(s.args[0], Tup):
         items = s.args[0].items
         if all(class_of(x, classes) == SCALAR for x in items):
             return ("const", (len(items),))

@@ -129,7 +129,8 @@ class Adjoints:
         ``view`` when ``bvar[index]`` is a view (see slice_adjoints)."""
         self.prepare(var, True)
         if scatter:
-            self.w.node(ast.Expr(call("rt.index_add", codegen.name(self.get(var)), index, expr)))
+            self.w.node(ast.Expr(call("rt.index_add", codegen.name(self.get(var)),
+                                      _index_value(index), expr)))
             return
         if view and isinstance(expr, ast.Name):
             part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())
@@ -190,6 +191,19 @@ def _sources(expr):
 
 def assign(n, expr):
     return ast.Assign([ast.Name(n, ast.Store())], expr, lineno=0)
+
+
+def _index_value(index):
+    """An index expression as a value to pass to a function: ``:`` and ``1:n``
+    (valid only inside brackets) become ``slice(None)`` and ``slice(1, n)``."""
+    if isinstance(index, ast.Slice):
+        bounds = [index.lower, index.upper] + ([index.step] if index.step else [])
+        if bounds == [None, None]:
+            bounds = [None]
+        return call("slice", *(ast.Constant(None) if b is None else b for b in bounds))
+    if isinstance(index, ast.Tuple):
+        return ast.Tuple([_index_value(x) for x in index.elts], ast.Load())
+    return index
 
 
 def call(fname, *args):

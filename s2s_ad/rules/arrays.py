@@ -10,59 +10,69 @@ import ast
 import numpy as np
 
 from .. import _stop
+from .internal import BDOT, BINNER, BMATMUL, BOUTER
 from .registry import Rule, linear, nondiff, nonlinear, register
 
 AXES = {"axis": None, "keepdims": False}
+REDUCTION = {"shape": "reduced", "batch": "reduction"}
+SAME = {"shape": "same", "batch": "same"}
 
 # -- reductions ----------------------------------------------------------
 linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.sum_grad(g, a, axis, keepdims)"}, emit="rt.sum", defaults=AXES,
-       methods=("sum",))
+       methods=("sum",), shape="reduced", batch="reduction", total="elements")
 linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
-       methods=("mean",))
+       methods=("mean",), **REDUCTION)
 # Not linear: each is the sum over the reduced axes of its partials times
 # the tangent (the partials of max/min share the derivative among ties).
 nonlinear("np.prod", np.prod, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.prod_grad(g, a, axis, keepdims)"},
           {"a": "rt.sum(rt.prod_grad(np.ones_like(out), a, axis, keepdims) * da, axis, "
                 "keepdims)"},
-          emit="rt.prod", defaults=AXES, methods=("prod",))
+          emit="rt.prod", defaults=AXES, methods=("prod",), **REDUCTION)
 _MINMAX_JVP = {"a": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keepdims) * da, "
                     "axis, keepdims)"}
 nonlinear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amax",
-          defaults=AXES, methods=("max",), also=(np.amax,))
+          defaults=AXES, methods=("max",), also=(np.amax,), **REDUCTION)
 nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amin",
-          defaults=AXES, methods=("min",), also=(np.amin,))
+          defaults=AXES, methods=("min",), also=(np.amin,), **REDUCTION)
 
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
        {"a": "rt.dot_grad_a(g, a, b)", "b": "rt.dot_grad_b(g, a, b)"}, emit="rt.dot",
-       methods=("dot",))
+       methods=("dot",), batch="product", batched=BDOT, total="products")
 linear("np.matmul", np.matmul, ("x1", "x2"), ("x1", "x2"),
        {"x1": "rt.matmul_grad_a(g, x1, x2)", "x2": "rt.matmul_grad_b(g, x1, x2)"},
-       emit="rt.matmul", operator=ast.MatMult)
+       emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL)
 linear("np.inner", np.inner, ("a", "b"), ("a", "b"),
-       {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner")
+       {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner",
+       batch="product", batched=BINNER, total="products")
 linear("np.outer", np.outer, ("a", "b"), ("a", "b"),
        {"a": "rt.reshape_like(rt.dot(g, np.ravel(b)), a)",
-        "b": "rt.reshape_like(rt.dot(np.ravel(a), g), b)"})
+        "b": "rt.reshape_like(rt.dot(np.ravel(a), g), b)"}, batch="product", batched=BOUTER)
 
 # -- shape operations --------------------------------------------------------
 _RESHAPE_BACK = {"a": "rt.reshape_like(g, a)"}
-linear("np.reshape", np.reshape, ("a", "shape"), ("a",), _RESHAPE_BACK, methods=("reshape",))
-linear("np.ravel", np.ravel, ("a",), ("a",), _RESHAPE_BACK, methods=("ravel", "flatten"))
+linear("np.reshape", np.reshape, ("a", "shape"), ("a",), _RESHAPE_BACK, methods=("reshape",),
+       shape="reshaped", batch="reshape", view=True)
+linear("np.ravel", np.ravel, ("a",), ("a",), _RESHAPE_BACK, methods=("ravel", "flatten"),
+       batch="ravel", view=True)
 linear("np.squeeze", np.squeeze, ("a", "axis"), ("a",), _RESHAPE_BACK, emit="rt.squeeze",
-       defaults={"axis": None}, methods=("squeeze",))
-linear("np.expand_dims", np.expand_dims, ("a", "axis"), ("a",), _RESHAPE_BACK)
+       defaults={"axis": None}, methods=("squeeze",), batch="squeeze",
+       view=True)
+linear("np.expand_dims", np.expand_dims, ("a", "axis"), ("a",), _RESHAPE_BACK,
+       batch="expand_dims", view=True)
 linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
        {"a": "rt.transpose_grad(g, axes)"}, defaults={"axes": None},
-       methods=("transpose",))
-linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",))
-linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"})
-linear("float", float, ("x",), ("x",), {"x": "g"})
+       methods=("transpose",), shape="permuted", batch="transpose",
+       view=True)
+linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True, **SAME)
+linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
+       **SAME)
+linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same")
 
 
 def _concatenate_vjp(i, items, g, params, atom):
@@ -91,10 +101,11 @@ def _array_vjp(i, items, g, params, atom):
 
 
 linear("np.concatenate", np.concatenate, ("arrays", "axis"), ("arrays",),
-       {"arrays": _concatenate_vjp}, defaults={"axis": 0})
+       {"arrays": _concatenate_vjp}, defaults={"axis": 0}, shape="joined", batch="concatenate")
 linear("np.stack", np.stack, ("arrays", "axis"), ("arrays",), {"arrays": _stack_vjp},
-       defaults={"axis": 0})
-linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp})
+       defaults={"axis": 0}, shape="stacked", batch="stack")
+linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp}, shape="stacked",
+       batch="array", from_list=True)
 
 # -- indexing ----------------------------------------------------------------
 # The reverse transform accumulates ``g`` into the indexed part of the
@@ -108,36 +119,40 @@ register(Rule(name="setitem", params=("x", "value", "index"), operands=("x", "va
               vjp={"x": "g", "value": "g"}, linear=True, emit="setitem", mutates=True))
 # Copies join values at the end of branches and loop bodies.
 register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, linear=True,
-              emit="identity"))
+              emit="identity", **SAME))
 
 # -- stop_gradient -----------------------------------------------------------
 register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,
-              emit="identity"), _stop.stop_gradient)
+              emit="identity", **SAME), _stop.stop_gradient)
 
 # -- constructors and queries: zero derivative ----------------------------------
 _DTYPE = {"dtype": None}
 for _fn in ("zeros", "ones", "empty"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("shape", "dtype"), defaults=_DTYPE,
-            operands=())
+            operands=(), shape="from_shape", fresh=_fn != "ones",
+            fill={"zeros": 0.0, "ones": 1.0}.get(_fn))
 for _fn in ("zeros_like", "ones_like", "empty_like"):
-    nondiff(f"np.{_fn}", getattr(np, _fn), ("a", "dtype"), defaults=_DTYPE, operands=("a",))
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("a", "dtype"), defaults=_DTYPE, operands=("a",),
+            fresh=_fn != "ones_like", **SAME)
 linear("np.full", np.full, ("shape", "fill_value", "dtype"), ("fill_value",),
-       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE)
+       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE, shape="from_shape")
 linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_value"),
-       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE)
+       {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE, shape="same",
+       batch="full_like")
 nondiff("np.arange", np.arange, ("start", "stop", "step"), defaults={"stop": None, "step": None})
 nondiff("np.eye", np.eye, ("N",))
-nondiff("np.shape", np.shape, ("a",))
-nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim")   # Numba has no np.ndim
-nondiff("np.size", np.size, ("a",))
-nondiff("len", len, ("obj",))
-nondiff("int", int, ("x",))
+nondiff("np.shape", np.shape, ("a",), batch="query_shape")
+nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim", shape="scalar",   # Numba has no np.ndim
+        batch="query_ndim", gives_rank=True)
+nondiff("np.size", np.size, ("a",), shape="scalar", batch="query_size")
+nondiff("len", len, ("obj",), shape="scalar", batch="query_len")
+nondiff("int", int, ("x",), shape="scalar")
 nondiff("np.argmax", np.argmax, ("a", "axis"), defaults={"axis": None}, operands=("a",),
-        methods=("argmax",))
+        methods=("argmax",), shape="reduced", batch="axis_required")
 nondiff("np.argmin", np.argmin, ("a", "axis"), defaults={"axis": None}, operands=("a",),
-        methods=("argmin",))
+        methods=("argmin",), shape="reduced", batch="axis_required")
 nondiff("np.argsort", np.argsort, ("a",), methods=("argsort",))
-nondiff("dtype", None, ("a",), emit="attribute")
+nondiff("dtype", None, ("a",), emit="attribute", shape="same", batch="query")
 
 
 def _registered(name):

@@ -19,7 +19,7 @@ elementwise("np.add", np.add, ("x1", "x2"), {"x1": "1.0", "x2": "1.0"}, operator
 elementwise("np.subtract", np.subtract, ("x1", "x2"), {"x1": "1.0", "x2": "-1.0"},
             operator=ast.Sub)
 elementwise("np.multiply", np.multiply, ("x1", "x2"), {"x1": "x2", "x2": "x1"},
-            operator=ast.Mult)
+            operator=ast.Mult, equal_operands="np.square")   # one product g * 2x, not two
 elementwise("np.divide", np.divide, ("x1", "x2"), {"x1": "1.0 / x2", "x2": "-out / x2"},
             operator=ast.Div, also=(np.true_divide,))
 elementwise("np.power", np.power, ("x1", "x2"),
@@ -72,8 +72,10 @@ elementwise("np.where", np.where, ("condition", "x", "y"),
 # clip(a, lo, hi) is minimum(maximum(a, lo), hi): where lo > hi NumPy
 # returns hi, so the cotangent goes to hi alone.
 elementwise("np.clip", np.clip, ("a", "a_min", "a_max"),
-            {"a": "(a >= a_min) & (a <= a_max)", "a_min": "(a < a_min) & (a_min <= a_max)",
-             "a_max": "(a > a_max) | (a_min > a_max)"}, methods=("clip",), emit="rt.clip")
+            {"a": "np.logical_and(a >= a_min, a <= a_max)",
+             "a_min": "np.logical_and(a < a_min, a_min <= a_max)",
+             "a_max": "np.logical_or(a > a_max, a_min > a_max)"}, methods=("clip",),
+            emit="rt.clip")
 
 # math functions act on Python floats.
 _MATH = {
@@ -103,7 +105,7 @@ for _fn in ("sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf", "isfinit
             "logical_not"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("x",))
 nondiff("np.round", np.round, ("a", "decimals"), defaults={"decimals": 0},
-        operands=("a",), also=(np.around,), methods=("round",))
+        operands=("a",), also=(np.around,), methods=("round",), shape="same", batch="same")
 for _fn in ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite"):
     nondiff(f"math.{_fn}", getattr(math, _fn), ("x",))
 _COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,

@@ -69,7 +69,7 @@ def _declare(name, fn, emit, axis, default, grad):
                          batch=_batch(axis, default)), fn)
 
 
-for _n in ("fft", "ifft", "rfft", "irfft"):
+for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
     _declare(f"np.fft.{_n}", getattr(np.fft, _n), f"rt.{_n}", "axis", -1, f"rt.{_n}_grad")
 for _n in ("fft", "ifft", "rfft", "irfft"):
     _declare(f"np.fft.{_n}n", getattr(np.fft, f"{_n}n"), f"rt.{_n}n", "axes", None,
@@ -123,11 +123,12 @@ _internal(Rule(name="rt.abs_curv", params=("a", "b", "x"), operands=("a", "b", "
 
 # The adjoints' own adjoints (second derivatives): each adjoint is linear in g, and its
 # transpose is the transform itself; the operand it is shaped like has no derivative.
-for _n in ("fft", "ifft", "rfft", "irfft"):
+for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
     _internal(Rule(name=f"rt.{_n}_grad", params=("g", "a", "n", "axis", "norm"),
                    operands=("g", "a"), emit=f"rt.{_n}_grad",
                    defaults={"n": None, "axis": -1, "norm": None},
                    vjp={"g": f"rt.{_n}(g, n, axis, norm)"}, linear=True, piecewise=("a",)))
+for _n in ("fft", "ifft", "rfft", "irfft"):
     _internal(Rule(name=f"rt.{_n}n_grad", params=("g", "a", "s", "axes", "norm"),
                    operands=("g", "a"), emit=f"rt.{_n}n_grad",
                    defaults={"s": None, "axes": None, "norm": None},

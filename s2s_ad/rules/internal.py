@@ -18,16 +18,17 @@ def _internal(rule):
 
 #: A zero of ``x``'s type and shape: 0.0 for scalars, zeros for arrays.
 ZEROS_LIKE = _internal(Rule(name="rt.zeros_like", params=("x",), operands=("x",),
-                            emit="rt.zeros_like", nondiff=True))
+                            emit="rt.zeros_like", nondiff=True, fresh=True))
 
 #: Uninitialised storage for ``n`` values shaped like ``x`` (``ad.vmap`` in user code).
 STACK_LIKE = _internal(Rule(name="rt.stack_like", params=("x", "n"), operands=("x", "n"),
-                            emit="rt.stack_like", nondiff=True))
+                            emit="rt.stack_like", nondiff=True,
+                            rank=lambda args, params: None if args[0] is None else args[0] + 1))
 
 #: A tangent broadcast to the shape of the value it belongs to.
 BROADCAST_LIKE = _internal(Rule(name="rt.broadcast_like", params=("t", "x"), operands=("t", "x"),
                                 emit="rt.broadcast_like", vjp={"t": "rt.unbroadcast(g, t)"},
-                                linear=True))
+                                linear=True, rank=lambda args, params: args[1]))
 
 #: Weights of a max/min reduction's input (ties share): piecewise constant.
 MINMAX_GRAD = _internal(Rule(name="rt.minmax_grad", params=("g", "a", "out", "axis", "keepdims"),

@@ -82,15 +82,38 @@ class Rule:
     piecewise: tuple = ()             # operands it is locally constant in (zero derivative)
     undiff: tuple = ()                # operands with no derivative rule: an error if active
     rank: Any = None                  # (operand ranks, params) -> output rank (None: unknown)
-    batch: Any = None                 # (vectorizer, statement, body) -> emits the batched form
+    shape: str = None                 # how the output's shape follows: a SHAPES kind
+    batch: Any = None                 # (vectorizer, statement, body) -> emits the batched form,
+                                      # or a BATCHING kind (s2s_ad/transforms/batch.py)
+    batched: Any = None               # batch="product": the batched primitive (rules/internal.py)
+    fresh: bool = False               # returns new storage no other name shares (np.zeros)
+    view: bool = False                # may return a view of its first operand (np.reshape)
+    gives_rank: bool = False          # its value is its operand's rank (np.ndim): folded when known
+    from_list: bool = False           # a list display operand is built as an array (np.array)
+    equal_operands: str = None        # the rule for one value twice (x * x: np.square)
+    fill: Any = None                  # a constructor's constant value (np.zeros: 0.0)
+    total: str = None                 # a sum of vector "elements" (np.sum) or "products" (np.dot)
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
     forms: Any = None                 # (args, kwargs) -> a library function for that call form
 
     def __post_init__(self):
+        if self.shape is not None and self.shape not in SHAPES:
+            raise ValueError(f"rule {self.name}: unknown shape kind {self.shape!r}")
+        if isinstance(self.batch, str) and self.batch not in BATCHING:
+            raise ValueError(f"rule {self.name}: unknown batching kind {self.batch!r}")
         if self.vjp and not self.linear and set(self.jvp) != set(self.vjp):
             raise ValueError(f"rule {self.name}: a rule declared by VJP templates must be "
                              f"declared linear or give a JVP template for each operand")
+
+    @property
+    def pointwise(self):
+        """Applied to each element (broadcasting operands): declared by partials,
+        or a zero-derivative function of its one or two operands that declares
+        no other shape behaviour (``np.sign``, comparisons)."""
+        return self.elementwise or (
+            self.nondiff and self.operands == self.params and len(self.operands) in (1, 2)
+            and self.rank is None and self.shape is None and self.batch is None)
 
     @property
     def diff_operands(self):
@@ -121,6 +144,44 @@ class Rule:
             return parse_template(expr)
         spec = self.vjp[operand]
         return spec if callable(spec) else parse_template(spec)
+
+
+# Rule.shape: how a primitive's output shape follows from its operands and
+# parameters (read by rank and shape inference, s2s_ad/analyses/ranks.py).
+SHAPES = {
+    "same": "the first operand's shape (np.copy, np.zeros_like)",
+    "permuted": "the first operand's rank, its axes reordered (np.transpose)",
+    "reduced": "the first operand reduced over `axis` (None: every axis), unless `keepdims`",
+    "scalar": "a number (np.ndim, len)",
+    "from_shape": "the `shape` parameter (np.zeros, np.full)",
+    "reshaped": "the `shape` parameter's rank; its sizes may hold -1 (np.reshape)",
+    "stacked": "the sequence operand's items stacked on a new axis (np.stack, np.array)",
+    "joined": "the sequence operand's items joined along an existing axis (np.concatenate)",
+}
+
+# Rule.batch as a string: a batching kind, implemented once in
+# s2s_ad/transforms/batch.py for every rule that declares it.
+BATCHING = {
+    "same": "the same call on the batch (np.copy, np.zeros_like)",
+    "reduction": "the reduction with `axis` shifted past the batch axis (None: every example axis)",
+    "axis_required": "`axis` shifted past the batch axis; axis=None cannot batch (np.argmax)",
+    "product": "the rule's `batched` product primitive (np.dot -> rt.bdot)",
+    "reshape": "a reshape keeping the batch axis (np.reshape)",
+    "ravel": "a reshape to (batch, -1) (np.ravel)",
+    "transpose": "the permutation with the batch axis kept first",
+    "expand_dims": "`axis` shifted past the batch axis, counted in the output's rank",
+    "squeeze": "`axis` shifted past the batch axis (no axis: cannot batch)",
+    "stack": "every item batched, `axis` shifted past the batch axis, counted in the output",
+    "concatenate": "every item batched, `axis` shifted past the batch axis",
+    "array": "np.stack of the batched items on axis 1",
+    "full_like": "a batched fill value broadcast over the batched shape",
+    "query_shape": "the shape without the batch axis",
+    "query_len": "the length of the first example axis",
+    "query_ndim": "the rank less one",
+    "query_size": "the size over the batch size",
+    "query": "unchanged (it does not depend on the batch: dtype)",
+    "none": "no batched form (vmap runs its loop)",
+}
 
 
 _PARSED: dict = {}
@@ -167,37 +228,40 @@ def unknown_rule(obj, name):
 
 
 def elementwise(name, obj, params, partials, *, emit=None, methods=(), operator=None,
-                samples=None, also=()):
-    """Declare an elementwise primitive by its partial derivatives."""
+                samples=None, also=(), **facts):
+    """Declare an elementwise primitive by its partial derivatives (``facts``:
+    further Rule fields, ``shape=``, ``batch=``...)."""
     rule = Rule(name=name, params=tuple(params), operands=tuple(params), emit=emit or name,
-                partials=dict(partials), broadcast=len(params) > 1, samples=samples)
+                partials=dict(partials), broadcast=len(params) > 1, samples=samples, **facts)
     return register(rule, obj, *also, methods=methods, operator=operator)
 
 
 def nondiff(name, obj, params, *, emit=None, defaults=None, operands=None, methods=(),
-            operator=None, also=()):
+            operator=None, also=(), **facts):
     """Declare a primitive with zero derivative."""
     rule = Rule(name=name, params=tuple(params),
                 operands=tuple(params if operands is None else operands),
-                emit=emit or name, defaults=dict(defaults or {}), nondiff=True)
+                emit=emit or name, defaults=dict(defaults or {}), nondiff=True, **facts)
     return register(rule, obj, *also, methods=methods, operator=operator)
 
 
 def linear(name, obj, params, operands, vjp, *, emit=None, defaults=None, methods=(),
-           operator=None, samples=None, also=()):
+           operator=None, samples=None, also=(), **facts):
     """Declare a primitive linear in each differentiated operand by its VJP
     templates (one per operand); its JVP is itself applied to the tangents."""
     rule = Rule(name=name, params=tuple(params), operands=tuple(operands), emit=emit or name,
-                defaults=dict(defaults or {}), vjp=dict(vjp), linear=True, samples=samples)
+                defaults=dict(defaults or {}), vjp=dict(vjp), linear=True, samples=samples,
+                **facts)
     return register(rule, obj, *also, methods=methods, operator=operator)
 
 
 def nonlinear(name, obj, params, operands, vjp, jvp, *, emit=None, defaults=None, methods=(),
-              samples=None, also=()):
+              samples=None, also=(), **facts):
     """Declare a non-elementwise primitive by its VJP and JVP templates (one
     of each per differentiated operand)."""
     rule = Rule(name=name, params=tuple(params), operands=tuple(operands), emit=emit or name,
-                defaults=dict(defaults or {}), vjp=dict(vjp), jvp=dict(jvp), samples=samples)
+                defaults=dict(defaults or {}), vjp=dict(vjp), jvp=dict(jvp), samples=samples,
+                **facts)
     return register(rule, obj, *also, methods=methods)
 
 

@@ -73,9 +73,6 @@ UNSUPPORTED = {
     "np.searchsorted": _BOOLEAN, "np.digitize": _BOOLEAN,
     "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
-    # np.fft: the Hermitian-input pair (the others are ruled, s2s_ad/rules/fft.py)
-    **{f"np.fft.{n}": "no rule yet: Hermitian-input transform (np.fft.irfft / rfft of the "
-       "conjugate are ruled)" for n in ("hfft", "ihfft")},
 }
 
 

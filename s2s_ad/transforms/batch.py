@@ -35,10 +35,6 @@ from ..ir import (
 )
 from ..rules.internal import (
     BATCH_BROADCAST_LIKE,
-    BDOT,
-    BINNER,
-    BMATMUL,
-    BOUTER,
     BROADCAST_BATCH,
     BROADCAST_LIKE,
     LIFT,
@@ -47,11 +43,6 @@ from ..rules.internal import (
 )
 from ..rules.registry import Unvectorizable
 
-_QUERIES = {"np.shape", "np.ndim", "np.size", "len", "dtype"}
-_REDUCTIONS = {"np.sum", "np.mean", "np.prod", "np.max", "np.min"}
-_SAME = {"copy", "stop_gradient", "np.copy", "np.asarray", "float", "np.zeros_like",
-         "np.ones_like", "np.empty_like", "rt.zeros_like", "np.round"}
-_DOTS = {"np.dot": BDOT, "np.matmul": BMATMUL, "np.inner": BINNER, "np.outer": BOUTER}
 _MATH = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
          "acosh": "arccosh", "atanh": "arctanh", "fabs": "abs", "pow": "power",
          "atan2": "arctan2"}
@@ -73,7 +64,7 @@ def batched_names(fn, start):
     while True:
         before = len(found)
         for s in stmts:
-            if isinstance(s, Prim) and s.rule.name in _QUERIES:
+            if isinstance(s, Prim) and _is_query(s.rule):
                 continue
             reads = _reads(s)
             if reads & found:
@@ -202,7 +193,7 @@ class Vectorizer(Rewriter):
             return self.setitem(s, body)
         target = s.targets[0] if len(s.targets) == 1 else None
         reads_batched = any(self.is_b(a) for a in list(s.args) + list(s.params.values()))
-        if rule.name in _QUERIES:
+        if _is_query(rule):
             return self.query(s, body, reads_batched)
         if not reads_batched:
             if target in self.batched:        # batched on another path: broadcast here
@@ -214,19 +205,18 @@ class Vectorizer(Rewriter):
         handler = _HANDLERS.get(rule.name)
         if handler is not None:
             return handler(self, s, body)
+        if callable(rule.batch):           # declared by the rule
+            return rule.batch(self, s, body)
+        if rule.batch is not None:         # a batching kind (_KINDS)
+            return _KINDS[rule.batch](self, s, body)
         if rule.name.startswith("math."):      # math functions take Python floats only
             np_rule = rules.RULES.get("np." + _MATH.get(rule.name[5:], rule.name[5:]))
             if np_rule is None or not np_rule.elementwise:
                 raise Unvectorizable(f"{rule.name} has no batching rule (no NumPy "
                                      f"equivalent)", s.loc)
             return self.elementwise(s, body, np_rule)
-        if rule.elementwise or _is_elementwise_nondiff(rule):
+        if rule.elementwise or (rule.pointwise and rule.name.startswith("np.")):
             return self.elementwise(s, body, rule)
-        if rule.name in _SAME:
-            return self.emit(body, rules.RULES["copy"] if rule.name == "float" else rule,
-                             s.args, s.params, s.loc, target)
-        if callable(rule.batch):           # declared by the rule
-            return rule.batch(self, s, body)
         raise Unvectorizable(f"{rule.name} has no batching rule", s.loc)
 
     def elementwise(self, s, body, rule):
@@ -236,19 +226,19 @@ class Vectorizer(Rewriter):
 
     def query(self, s, body, reads_batched):
         target = s.targets[0]
-        if not reads_batched or s.rule.name == "dtype":
+        if not reads_batched or s.rule.batch == "query":
             body.append(replace(s))
             return
         (a,) = s.args[:1]
-        name, loc = s.rule.name, s.loc
-        if name == "np.shape":
+        kind, loc = s.rule.batch, s.loc
+        if kind == "query_shape":
             full = self.emit(body, s.rule, [a], {}, loc)
             self.emit(body, rules.RULES["getitem"], [full], {"index": Slice(Const(1))}, loc,
                       target)
-        elif name == "len":
+        elif kind == "query_len":
             full = self.emit(body, rules.RULES["np.shape"], [a], {}, loc)
             self.emit(body, rules.RULES["getitem"], [full], {"index": Const(1)}, loc, target)
-        elif name == "np.ndim":
+        elif kind == "query_ndim":
             full = self.emit(body, s.rule, [a], {}, loc)
             self.emit(body, rules.RULES["np.subtract"], [full, Const(1)], {}, loc, target)
         else:      # np.size
@@ -290,13 +280,10 @@ def _batched_index(index):
     return Tup((Slice(),) + tuple(items))
 
 
-_NOT_ELEMENTWISE = {"np.shape", "np.ndim", "np.size", "np.argsort", "np.eye", "np.arange",
-                    "np.zeros", "np.ones", "np.empty"}
-
-
-def _is_elementwise_nondiff(rule):
-    return (rule.nondiff and rule.name.startswith("np.") and rule.operands == rule.params
-            and len(rule.operands) in (1, 2) and rule.name not in _NOT_ELEMENTWISE)
+def _is_query(rule):
+    """A question about a value's type or shape (np.shape, len, dtype): its
+    answer does not make a value batched."""
+    return isinstance(rule.batch, str) and rule.batch.startswith("query")
 
 
 # -- batching rules of the primitives that are not elementwise ----------------------
@@ -330,11 +317,16 @@ def _reduction(vz, s, body):
     vz.emit(body, s.rule, [a], params, s.loc, s.targets[0])
 
 
-def _dot(vz, s, body):
+def _same(vz, s, body):
+    rule = rules.RULES["copy"] if s.rule.name == "float" else s.rule   # float() of an array fails
+    vz.emit(body, rule, s.args, s.params, s.loc, s.targets[0])
+
+
+def _product(vz, s, body):
     a, b = s.args
     if max(vz.rank(a, s.loc), vz.rank(b, s.loc)) > 2:
         raise Unvectorizable(f"{s.rule.name} of arrays with more than 2 dimensions", s.loc)
-    vz.emit(body, _DOTS[s.rule.name], [a, b],
+    vz.emit(body, s.rule.batched, [a, b],
             {"a_batched": Const(vz.is_b(a)), "b_batched": Const(vz.is_b(b))}, s.loc,
             s.targets[0])
 
@@ -409,10 +401,10 @@ def _sequence(vz, s, body):
         raise Unvectorizable(f"{s.rule.name} of a sequence held in a variable", s.loc)
     ranks = [vz.rank(x, s.loc) for x in items.items]
     batched = Tup(tuple(vz.batch(x, body, s.loc) for x in items.items))
-    if s.rule.name == "np.array":
+    if s.rule.batch == "array":
         return vz.emit(body, rules.RULES["np.stack"], [batched], {"axis": Const(1)}, s.loc,
                        s.targets[0])
-    extra = 1 if s.rule.name == "np.stack" else 0
+    extra = 1 if s.rule.batch == "stack" else 0
     axis = s.params.get("axis", Const(0))
     if isinstance(axis, Const) and axis.value is None:
         raise Unvectorizable(f"{s.rule.name} with axis=None", s.loc)
@@ -450,11 +442,16 @@ def _argminmax(vz, s, body):
             s.targets[0])
 
 
-_HANDLERS = {name: _reduction for name in _REDUCTIONS}
-_HANDLERS.update({name: _dot for name in _DOTS})
-_HANDLERS.update({"getitem": _getitem, "np.reshape": _reshape, "np.ravel": _ravel,
-                  "np.transpose": _transpose, "np.expand_dims": _expand_dims,
-                  "np.squeeze": _squeeze, "np.concatenate": _sequence, "np.stack": _sequence,
-                  "np.array": _sequence, "np.argmax": _argminmax, "np.argmin": _argminmax,
-                  "np.full_like": _full_like,
-                  BROADCAST_LIKE.name: _broadcast_like, ZEROS_LIKE.name: _zeros_like})
+def _no_batching(vz, s, body):
+    raise Unvectorizable(f"{s.rule.name} has no batching rule", s.loc)
+
+
+# The batching kinds a rule declares by name (``Rule.batch``; rules/registry.py BATCHING).
+_KINDS = {"same": _same, "reduction": _reduction, "axis_required": _argminmax,
+          "product": _product, "reshape": _reshape, "ravel": _ravel, "transpose": _transpose,
+          "expand_dims": _expand_dims, "squeeze": _squeeze, "stack": _sequence,
+          "concatenate": _sequence, "array": _sequence, "full_like": _full_like,
+          "none": _no_batching}
+# Language plumbing and internal primitives.
+_HANDLERS = {"getitem": _getitem, BROADCAST_LIKE.name: _broadcast_like,
+             ZEROS_LIKE.name: _zeros_like}

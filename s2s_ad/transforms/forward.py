@@ -28,7 +28,6 @@ from ..ir import Call, Const, Function, Prim, Return, Rewriter, Tup, Var, leaves
 from ..rules.internal import BROADCAST_LIKE, INTERNAL, ZEROS_LIKE
 from ..rules.registry import parse_template
 
-_BINOPS = {ast.BitAnd: "np.logical_and", ast.BitOr: "np.logical_or"}
 _BY_EMIT = {}
 _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
          ast.Div: operator.truediv}
@@ -367,7 +366,7 @@ class Forward(Rewriter):
             left, right = ex(node.left), ex(node.right)
             if isinstance(left, Const) and isinstance(right, Const) and type(node.op) in _FOLD:
                 return Const(_FOLD[type(node.op)](left.value, right.value))
-            name = _BINOPS.get(type(node.op)) or rules.OPERATORS[type(node.op)]
+            name = rules.OPERATORS[type(node.op)]
             return self.emit(body, rules.RULES[name], [left, right], {}, loc)
         if isinstance(node, ast.Compare):
             name = rules.OPERATORS[type(node.ops[0])]

@@ -162,13 +162,13 @@ class _Analysis:
 
     def _prim(self, s):
         name, args = s.rule.name, s.args
-        if name == "np.array":
+        if s.rule.from_list:
             items = args[0].items if isinstance(args[0], Tup) else None
             if (items and len(items) <= SMALL and not s.params
                     and all(not isinstance(x, Tup) and self.scalar(x) for x in items)):
                 return len(items)
             return None
-        if name in ("np.zeros", "np.ones"):
+        if s.rule.fill is not None:
             dtype = s.params.get("dtype")
             if dtype is not None and not (isinstance(dtype, Const) and dtype.value is None):
                 return None
@@ -369,9 +369,9 @@ class _Rewrite(Rewriter):
                     return self.copy(t, self.elem(a0, k.value % m), s.loc, out)
             elif name == "len":
                 return self.copy(t, Const(m), s.loc, out)
-            elif name == "np.sum" and _whole(s.params):
+            elif s.rule.total == "elements" and _whole(s.params):
                 return self.total(t, [self.elem(a0, k) for k in range(m)], s.loc, out)
-            elif name in ("np.dot", "np.inner") and self.an.length(s.args[1]) == m:
+            elif s.rule.total == "products" and self.an.length(s.args[1]) == m:
                 b = s.args[1]
                 prods = []
                 for k in range(m):
@@ -395,12 +395,11 @@ class _Rewrite(Rewriter):
 
     def _define(self, s, t, n, out):
         name = s.rule.name
-        if name == "np.array":
+        if s.rule.from_list:
             items = tuple(s.args[0].items)
             return self.bind(t, items, s.loc, out)
-        if name in ("np.zeros", "np.ones"):
-            fill = Const(0.0 if name == "np.zeros" else 1.0)
-            return self.bind(t, (fill,) * n, s.loc, out)
+        if s.rule.fill is not None:
+            return self.bind(t, (Const(s.rule.fill),) * n, s.loc, out)
         if name == "getitem":                     # a slice of a vector
             a0 = s.args[0]
             picked = _static_slice(s.params["index"], self.an.length(a0))

@@ -29,18 +29,21 @@ import ast
 import copy
 import textwrap
 
+from .. import rules
 from ..codegen import printer as codegen
 from ..codegen.adjoints import Subst
 from ..ir import dump
+from ..rules.internal import INTERNAL
 
 _MARK = "__s2s_ad_comment__"
 #: Runtime calls that write into their first argument.
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
-#: Calls that return a new array (element writes into it stay inside a function).
-_FRESH = {"np.copy", "rt.zeros_like", "np.zeros", "np.empty", "np.zeros_like", "np.empty_like",
-          "rt.snapshot", "rt.float_stack"}
+#: Calls that return a new array (element writes into it stay inside a function):
+#: the rules declared ``fresh``, and the stacks' copies.
+_FRESH = {r.emit for r in list(rules.RULES.values()) + list(INTERNAL.values()) if r.fresh} | {
+    "rt.snapshot", "rt.float_stack"}
 
 
 def _makes_array(value):

@@ -41,6 +41,19 @@ def spectra_2d(x):
     return np.fft.irfft2(np.fft.rfft2(x) * np.abs(np.fft.rfft2(x)), s=x.shape)
 
 
+def hermitian(x):
+    """np.fft.hfft of a real half spectrum and of a complex one, each norm."""
+    return (np.fft.hfft(x) * np.arange(10.0) + np.fft.hfft(x, n=7, norm="ortho") ** 2 @
+            np.ones((7, 10)) + np.fft.hfft(np.fft.fft(x) * x, norm="forward"))
+
+
+def half_spectrum(x):
+    """np.fft.ihfft (complex results, real losses) and a round trip through hfft."""
+    z = np.fft.ihfft(x * x, norm="forward")
+    return (np.abs(np.fft.ihfft(x)) ** 2 + np.fft.ihfft(x, n=6, norm="ortho").imag
+            + np.real(z * np.arange(4.0)) + np.fft.hfft(np.fft.ihfft(np.sin(x)), n=6)[:4])
+
+
 def learned_filter(x, h):
     """A real filter, differentiated too, times a complex spectrum."""
     return np.real(np.fft.ifft(np.fft.fft(x) * h))
@@ -48,7 +61,8 @@ def learned_filter(x, h):
 
 def loss(x):
     return (np.sum(power(x)) + np.sum(filtered(x) ** 2) + np.sum(round_trip(x))
-            + np.sum(magnitude_with_phase(x)) + np.sum(conj_product(x)) + np.sum(shifted(x)))
+            + np.sum(magnitude_with_phase(x)) + np.sum(conj_product(x)) + np.sum(shifted(x))
+            + np.sum(hermitian(x) ** 2) * 1e-3 + np.sum(half_spectrum(x) ** 2))
 
 
 def loss_2d(x):

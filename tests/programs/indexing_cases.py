@@ -83,9 +83,30 @@ def increment_rows_cols(x):
     return m * m
 
 
+RI, CI = np.array([2, 0, 2]), np.array([1, 3, 3, 0])
+
+
+def ix_rows_cols(x):
+    """np.ix_ (no Numba version): read as m[RI][:, CI], repeats in both."""
+    m = np.reshape(x, (3, 4))
+    return m[np.ix_(RI, CI)] ** 2
+
+
+def ix_3d(x):
+    t = np.reshape(x, (2, 3, 2))
+    return np.sin(t[np.ix_([1, 1, 0], [0, 2], [1])]) * 2.0
+
+
+def sliced_columns(x):
+    """An index array after slices (the form np.ix_ lowers to): x[:, cols], x[1:, cols]."""
+    m = np.reshape(x, (3, 4))
+    return m[:, CI] * m[1:, CI[:2]].sum()
+
+
 def loss(x):
     return (np.sum(add_at(x) ** 2) + np.sum(add_at_scalar(x)) + np.sum(iadd_repeated(x))
             + np.sum(set_repeated_scalar(x)) + np.sum(put(x)) + np.sum(put_wrap(x) ** 2)
             + np.sum(where_indices(x)) + np.sum(nonzero_2d(x)) + np.sum(partition(x))
             + np.sum(partition_axis(x) ** 2) + np.sum(i0(x)) + np.sum(rows_cols(x))
-            + np.sum(set_rows_cols(x) ** 2) + np.sum(increment_rows_cols(x)))
+            + np.sum(set_rows_cols(x) ** 2) + np.sum(increment_rows_cols(x))
+            + np.sum(ix_rows_cols(x)) + np.sum(ix_3d(x)) + np.sum(sliced_columns(x)))

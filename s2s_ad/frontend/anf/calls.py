@@ -26,11 +26,11 @@ from . import markers
 from .common import (
     _IN_PLACE,
     _VARARG_METHODS,
-    _VIEWS,
     LocalFn,
     _atom,
     _cse_key,
     _is_constant,
+    _is_view,
     _python_value,
     _qualname,
     _values,
@@ -169,9 +169,9 @@ class Calls:
             k = len(rule.params) - 1
             args = list(args[:k]) + [Tup(tuple(args[k:]))]
         bound = rules.bind(rule, args, kwargs, lambda msg: self.error(node, msg))
-        if rule.name == "np.ndim" and rank_of(bound[rule.params[0]], self.ranks) is not None:
+        if rule.gives_rank and rank_of(bound[rule.params[0]], self.ranks) is not None:
             return Const(rank_of(bound[rule.params[0]], self.ranks))
-        if rule.name == "np.ndim" and _is_constant(bound[rule.params[0]]):
+        if rule.gives_rank and _is_constant(bound[rule.params[0]]):
             try:                 # np.ndim of a constant sequence: its nesting depth
                 return Const(int(np.ndim(_python_value(bound[rule.params[0]]))))
             except (TypeError, ValueError):
@@ -182,11 +182,11 @@ class Calls:
                                                        if k in rules.RULES[p].params}, node)
                     for p in (parts if isinstance(parts, tuple) else (parts,))]
             return Tup(tuple(made)) if isinstance(parts, tuple) else made[0]
-        if rule.name in ("np.array", "np.asarray"):
+        if rule.from_list:
             value = bound.get(rule.operands[0])
             if isinstance(value, Tup):           # a list display: an array of its elements
                 return self.array_of(value, node)
-            if rule.name == "np.array" and isinstance(value, Var):
+            if not rule.view and isinstance(value, Var):
                 rule = rules.RULES["np.copy"]    # np.array of an array copies it
                 bound = {rule.operands[0]: value}
         for p in rule.operands:
@@ -215,11 +215,11 @@ class Calls:
             raise self.error(node or self.node, f"a function defined here can only be called, "
                              f"or passed to a function that calls it (not used as a value "
                              f"in {rule.name})")
-        if rule.name == "np.multiply" and len(operands) == 2 and not params and \
+        if rule.equal_operands and len(operands) == 2 and not params and \
                 isinstance(operands[0], Var) and operands[0] == operands[1]:
             # ``a * a`` is np.square(a): its adjoint is one product, g * 2a,
             # not two accumulated into one cotangent.
-            rule, operands = rules.RULES["np.square"], operands[:1]
+            rule, operands = rules.RULES[rule.equal_operands], operands[:1]
         # The same read earlier in this block is reused (x[i] read twice is
         # one value, so its adjoint is one update).
         key = _cse_key(rule, operands, params)
@@ -231,7 +231,7 @@ class Calls:
         prim = Prim([target], rule, list(operands), params, loc)
         self.body.append(prim)
         self.note_rank(target, prim_rank(prim, self.ranks))
-        if rule.name in _VIEWS:
+        if _is_view(rule):
             self.views.add(target)
             if rule.name == "getitem" and self.view_of is not None:
                 self.view_of[target] = (operands[0], params["index"])

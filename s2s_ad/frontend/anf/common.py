@@ -35,9 +35,10 @@ _COMPARE = {gast.Eq: operator.eq, gast.NotEq: operator.ne, gast.Lt: operator.lt,
             gast.In: lambda a, b: a in b, gast.NotIn: lambda a, b: a not in b}
 
 
-# Results that may share their operand's memory: writing into one writes the other.
-_VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze", "np.expand_dims",
-          "np.asarray"}
+# Results that may share their operand's memory: writing into one writes the other
+# (the rules declared ``view``, and indexing).
+def _is_view(rule):
+    return rule.view or rule.name == "getitem"
 
 
 _VARARG_METHODS = {"reshape": "shape", "transpose": "axes"}

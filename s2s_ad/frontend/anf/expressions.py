@@ -1,6 +1,7 @@
 """Lowering expressions other than calls: names, constants (folded while
 lowering), attributes, displays, operators, comparisons, subscripts.
 """
+import ast
 import numbers
 
 import gast
@@ -216,19 +217,19 @@ class Expressions:
             raise self.error(node, f"the operator {type(op).__name__} is not supported")
         comprehensions.refuse_list_operator(self, name, args, node)
         if any(isinstance(a, Tup) for a in args):
-            sequence = self.sequence_operator(name, args, node)
+            sequence = self.sequence_operator(op, args, node)
             if sequence is not None:
                 return sequence
             # NumPy reads a list or tuple operand as np.array(list).
             args = [self.array_of(a, node) if isinstance(a, Tup) else a for a in args]
         return self.emit(rules.RULES[name], args, {})
 
-    def sequence_operator(self, name, args, node):
+    def sequence_operator(self, op, args, node):
         """Python's ``+`` and ``*`` of tuples and lists (concatenation, repetition),
         statically; None where NumPy's arithmetic applies instead."""
-        if name == "np.add" and all(isinstance(a, Tup) for a in args):
+        if _ast_op(op) is ast.Add and all(isinstance(a, Tup) for a in args):
             return Tup(args[0].items + args[1].items, args[0].is_list)
-        if name == "np.multiply" and len(args) == 2:
+        if _ast_op(op) is ast.Mult and len(args) == 2:
             seq, n = args if isinstance(args[0], Tup) else args[::-1]
             if isinstance(n, Const) and isinstance(n.value, int) and \
                     not isinstance(n.value, bool):
@@ -241,6 +242,8 @@ class Expressions:
 
     def expr_Subscript(self, node):
         value = self.expr(node.value)
+        if self._is_ix(node.slice):
+            return self.outer_index(value, node.slice.args)
         index = self.index(node.slice)
         if isinstance(value, Record) and value.container.cls is dict:
             item = value.item(index.value) if isinstance(index, Const) else None
@@ -261,6 +264,25 @@ class Expressions:
                                  f"of {len(value.items)} values")
             return value.items[index.value]
         return self.emit(rules.RULES["getitem"], [value], {"index": index})
+
+    def _is_ix(self, node):
+        """Whether ``node`` is a call ``np.ix_(i0, i1, ...)`` (positional arrays only)."""
+        if not isinstance(node, gast.Call) or node.keywords or not node.args or \
+                any(isinstance(a, gast.Starred) for a in node.args):
+            return False
+        ok, obj = self.src.resolve(node.func)
+        return ok and obj is np.ix_
+
+    def outer_index(self, value, indices):
+        """``x[np.ix_(i0, i1, ...)]`` read as ``x[i0][:, i1][:, :, i2]...``: the same
+        elements (one index array per axis, taken in turn), in a form Numba
+        compiles (it has no np.ix_) whose adjoint accumulates repeated indices."""
+        for k, arg in enumerate(indices):
+            index = self.index(arg)
+            if k:
+                index = Tup((Const(slice(None)),) * k + (index,))
+            value = self.emit(rules.RULES["getitem"], [value], {"index": index})
+        return value
 
     def index(self, node):
         if isinstance(node, gast.Tuple):
