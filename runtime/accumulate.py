@@ -13,7 +13,18 @@ from numba.extending import overload
 
 from . import linalg
 
-EXPORTS = ("add_dot_grad_a", "add_dot_grad_b", "add_matmul_grad_a", "add_matmul_grad_b")
+EXPORTS = ("add_dot_grad_a", "add_dot_grad_b", "add_matmul_grad_a", "add_matmul_grad_b",
+           "add_into")
+
+
+def add_into(out, value):
+    """``out += value`` for a view ``out`` (``bx[1:-1, :-2]``), in place.
+
+    The same as the statement ``bx[s] += value``, which Numba runs as an
+    in-place add into the view followed by a copy of the view onto itself
+    (the subscript store): this skips the copy.
+    """
+    out += value
 
 
 def add_dot_grad_a(out, g, a, b):
@@ -103,3 +114,13 @@ overload(add_dot_grad_a)(_impl("a", linalg.dot_grad_a))
 overload(add_dot_grad_b)(_impl("b", linalg.dot_grad_b))
 overload(add_matmul_grad_a)(_impl("a", linalg.matmul_grad_a))
 overload(add_matmul_grad_b)(_impl("b", linalg.matmul_grad_b))
+
+
+@overload(add_into)
+def _add_into(out, value):
+    if not isinstance(out, types.Array):
+        return None
+
+    def impl(out, value):
+        out += value
+    return impl

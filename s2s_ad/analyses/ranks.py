@@ -202,7 +202,72 @@ def _class(s, classes, ranks):
         items = s.args[0].items
         if all(class_of(x, classes) == SCALAR for x in items):
             return ("const", (len(items),))
+    if name == "getitem" and args[0] is not None:
+        return _sliced_class(args[0], rank_of(s.args[0], ranks), s.params["index"], ranks) \
+            or fresh
     return fresh
+
+
+def _sliced_class(base, rank, index, ranks):
+    """The class of ``x[index]`` for an ``x`` of class ``base``, when the index
+    is basic with constant slice bounds (``x[1:-1, :-2]``, ``x[i, 2:]``):
+    each axis's new length is a function of the old one, named by
+    :func:`_slice_length`, so ``A[:-2]``, ``A[1:-1]`` and ``A[2:]`` share a
+    class (and ``A + B`` of them needs no un-broadcasting).  None otherwise."""
+    parts = index.items if isinstance(index, Tup) else (index,)
+    if rank is None or len(parts) > rank:
+        return None
+    axes = []
+    for part in parts:
+        if isinstance(part, Slice):
+            bounds = (part.lo, part.hi, part.step)
+            if not all(b is None or (isinstance(b, Const) and (
+                    b.value is None or type(b.value) is int)) for b in bounds):
+                return None
+            lo, hi, step = (None if b is None else b.value for b in bounds)
+        elif isinstance(part, Const) and isinstance(part.value, slice):
+            lo, hi, step = part.value.start, part.value.stop, part.value.step
+            if not all(b is None or type(b) is int for b in (lo, hi, step)):
+                return None
+        elif (isinstance(part, Const) and type(part.value) is int) or (
+                isinstance(part, Var) and ranks.get(part.name) == 0):
+            axes.append("drop")         # an integer: the axis goes (or the read raises)
+            continue
+        else:
+            return None                 # None, Ellipsis, an index array
+        length = _slice_length(lo, hi, step)
+        if length is None:
+            return None
+        axes.append(length)
+    axes += [_slice_length(None, None, None)] * (rank - len(parts))
+    if all(a == _slice_length(None, None, None) for a in axes):
+        return base
+    return ("index", base, tuple(axes))
+
+
+def _slice_length(lo, hi, step):
+    """The length of ``x[lo:hi]`` along an axis of length n, as ``(c, cap)``:
+    ``min(max(n - c, 0), cap)`` for every n >= 0 (cap None: no cap), which
+    names the function uniquely.  None for a step other than 1 or a start
+    counted from the end with a stop counted from the start (``x[-3:5]``)."""
+    if step not in (None, 1):
+        return None
+    if lo is not None and lo < 0 and hi is not None and hi >= 0:
+        return None
+    if lo is None or lo >= 0:
+        a = lo or 0
+        if hi is None:
+            c, cap = a, None
+        elif hi >= 0:
+            c, cap = a, max(hi - a, 0)
+        else:
+            c, cap = a - hi, None
+    else:
+        if hi is None:
+            c, cap = 0, -lo
+        else:
+            c, cap = -hi, max(hi - lo, 0)
+    return (0, 0) if cap == 0 else (c, cap)
 
 
 def _shape_class(shape):

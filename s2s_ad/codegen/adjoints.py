@@ -136,6 +136,10 @@ class Adjoints:
             part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())
             if slice_adjoints.fold_into_slice(self.w, part, expr.id):
                 return
+        if view:      # into the view, with no store of the view onto itself (Numba)
+            part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())
+            self.w.node(ast.Expr(call("rt.add_into", part, expr)))
+            return
         target = ast.Subscript(codegen.name(self.get(var)), index, ast.Store())
         self.w.node(ast.AugAssign(target, ast.Add(), expr))
 

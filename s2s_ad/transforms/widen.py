@@ -37,7 +37,8 @@ from ..rules.internal import INTERNAL
 
 _MARK = "__s2s_ad_comment__"
 #: Runtime calls that write into their first argument.
-_WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad"}
+_WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad",
+                 "rt.add_into"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 #: Calls that return a new array (element writes into it stay inside a function):
@@ -550,8 +551,9 @@ def _confined(s, mine, pure):
         if not isinstance(node, ast.Call):
             continue
         func = ast.unparse(node.func)
-        if func in _WRITES_FIRST:
-            if not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in mine):
+        if func in _WRITES_FIRST:      # into a name or a view of it (rt.add_into(bx[s], g))
+            if not (node.args and isinstance(node.args[0], (ast.Name, ast.Subscript))
+                    and _roots(node.args[:1]) <= mine):
                 return False
         elif isinstance(node.func, ast.Attribute) and not func.startswith(_PURE_MODULES) \
                 and not _is_copy(node):
@@ -607,8 +609,8 @@ def _written(s):
         out = _roots([s.target])
     for call in ast.walk(s):
         if isinstance(call, ast.Call) and ast.unparse(call.func) in _WRITES_FIRST and \
-                call.args and isinstance(call.args[0], ast.Name):
-            out.add(call.args[0].id)
+                call.args and isinstance(call.args[0], (ast.Name, ast.Subscript)):
+            out |= _roots(call.args[:1])
     return out
 
 

@@ -24,6 +24,8 @@ differentiated inputs, seeded outputs), written in parts:
 * ``loops`` -- adjoints of loops: reversed bodies, recomputation;
 * ``stacks`` -- the tapes the primal sweep pushes on inside loops;
 * ``peepholes`` -- adjoints cheaper than the rule's template;
+* ``shape_only`` -- values adjoints read for their shape alone: shapes from
+  views, saves only where an adjoint reads the values;
 * ``common`` -- shared constants and helpers;
 * ``entries`` -- what module assembly (``transforms.module``) calls.
 """

@@ -21,9 +21,10 @@ from ...ir import (
     Var,
     While,
     var_names,
+    walk,
 )
 from ...rules.registry import parse_template
-from .common import _KEPT, _SHAPE_ONLY, _scalar_code
+from .common import _KEPT, _SHAPE_ONLY, _scalar_code, blocks_of
 from .peepholes import _times_kept, _unary_partial
 
 
@@ -33,6 +34,9 @@ class Statements:
     # -- adjoint sweep ---------------------------------------------------------
     def rev_block(self, body, in_loop):
         for s in reversed(body):
+            # (fold_into_slice may delete a node printed just before: compare ids.)
+            first = max(len(self.w.nodes) - 16, 0)
+            before = {id(n) for n in self.w.nodes[first:]}
             if isinstance(s, Prim):
                 self.rev_prim(s)
             elif isinstance(s, Call):
@@ -41,6 +45,11 @@ class Statements:
                 self.rev_if(s, in_loop)
             elif isinstance(s, (For, While)) and self._has_work(s):
                 self.rev_loop(s)
+            # What the adjoint of ``s`` itself printed, not its statements'
+            # (see shape_only.adjoint_reads).
+            inner = {id(n) for x in walk(blocks_of(s)) for n in self.emitted.get(id(x), ())}
+            self.emitted.setdefault(id(s), []).extend(
+                n for n in self.w.nodes[first:] if id(n) not in inner and id(n) not in before)
 
     def rev_prim(self, s):
         if s.rule.mutates:
@@ -140,8 +149,11 @@ class Statements:
                 elif rank_of(value, self.ranks) == 0 and written is not None:
                     contribution = call("np.sum", part)
                 else:
+                    # The value's shape, from a view of that shape when there is one
+                    # (see shape_only): the value itself is then not kept.
+                    shape = self.shape_source.get(value.name, value.name)
                     contribution = call("rt.unbroadcast", part if repeats else
-                                        call("rt.snapshot", part), codegen.name(value.name))
+                                        call("rt.snapshot", part), codegen.name(shape))
                 self.adj.add(value.name, contribution, fresh)
             if id(s) not in self.increments:
                 self.adj.prepare(x.name, True)

@@ -25,6 +25,7 @@ from .common import VIEWS, _targets
 from .functions import Functions
 from .loops import Loops
 from .peepholes import _increments, _kept_sums, _row_sums, _same_shape, _shifted_same_shape
+from .shape_only import adjoint_reads, shape_sources
 from .stacks import Stacks, _ForwardHooks
 from .statements import Statements
 
@@ -73,15 +74,18 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         self.kept_sums = _kept_sums(fn, self.ranks)   # see rev_prim
         self.row_summed = _row_sums(fn, self.act, self.ranks)   # see rev_prim
         self._carrying = {}    # array -> its neighbour carry in the loop being reversed
+        self.emitted = {}      # id(statement) -> the adjoint nodes printed for it
+        # value -> a view of its shape, read by adjoints that need only the shape
+        self.shape_source = shape_sources(fn, self.classes, self._slice_view)
         self._depth = 0        # how many loops and branches the adjoint being written is in
 
     def _sweeps(self, seed_exprs, returns, live_out=()):
         """(primal sweep writer, adjoint sweep writer, return statement)."""
         # Pass 1 finds what the adjoint reads, which decides the element saves;
         # pass 2 writes the adjoint with the restores in place.
-        self._sweep(seed_exprs, returns)
+        _, first_ret = self._sweep(seed_exprs, returns)
         saved_arrays = self._storage_read(self._reads)
-        read_before = self._read_before_written()
+        read_before = self._read_before_written(self._adjoint_reads(first_ret))
         # One stack per element write: a scalar write and a slice write into
         # the same array save values of different types.
         self.saves = {id(s): self._stack(s.args[0].name, ("saved", id(s)))
@@ -106,7 +110,17 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
             fwd.lines.pop()        # an empty primal sweep: the adjoint sweep follows it
         return fwd, back, ret
 
-    def _read_before_written(self):
+    def _adjoint_reads(self, ret):
+        """Where the adjoint sweep just written reads arrays for their values
+        (see shape_only.adjoint_reads)."""
+        placed = {id(n) for nodes in self.emitted.values() for n in nodes}
+        unplaced = [n for n in self.w.nodes if id(n) not in placed] + [ret]
+        view_bases = {s.targets[0]: s.args[0].name for s in walk(self.fn.body)
+                      if isinstance(s, Prim) and s.rule.name == "getitem"
+                      and isinstance(s.args[0], Var)}
+        return adjoint_reads(self.emitted, self._view_roots(), view_bases, unplaced)
+
+    def _read_before_written(self, adjoint=None):
         """Element writes that some read of the same array may precede.
 
         The adjoint of a read runs after the restores of the writes that
@@ -116,7 +130,13 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         afterwards (``out = np.zeros(n)`` filled in a loop, a matrix built
         element by element and then used) keeps nothing.  Returns statement
         ids.
+
+        ``adjoint`` (from :meth:`_adjoint_reads`): the reads are those of
+        each statement's adjoint, not of the statement, so a read for the
+        shape alone (``rt.unbroadcast(g, A[:-2])``) or no read at all keeps
+        nothing.
         """
+        placed, anywhere = adjoint if adjoint is not None else (None, set())
         root = self._view_roots()
         roots = lambda names: {root.get(n, n) for n in names}       # noqa: E731
         places, defs, called = [], {}, set()
@@ -129,12 +149,14 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
                         defs.setdefault(t, []).append(loops)
                     read = reads(s) if not (isinstance(s, Prim) and s.rule.mutates) \
                         else set(var_names([s.args[1]] + list(s.params.values())))
-                    places.append((s, here, loops, roots(read)))
+                    read = roots(read) if placed is None else placed.get(id(s), set())
+                    places.append((s, here, loops, read))
                     if isinstance(s, Call):
                         called.update(roots(var_names(s.args)))
                 else:
                     heads = [getattr(s, a, None) for a in ("cond", "start", "stop", "step")]
-                    places.append((s, here, loops, roots(var_names([h for h in heads if h]))))
+                    read = roots(var_names([h for h in heads if h]))
+                    places.append((s, here, loops, read | (placed or {}).get(id(s), set())))
                     inner = loops + (id(s),) if isinstance(s, (For, While)) else loops
                     for j, b in enumerate(blocks(s)):
                         visit(b, here + (j,), inner)
@@ -146,7 +168,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
             a = root.get(w.args[0].name, w.args[0].name)
             made = defs.get(a, [])
             fresh = set(made[0]) if len(made) == 1 and a not in self.fn.params else set()
-            if a in called or a in wreads:
+            if a in called or a in wreads or a in anywhere:
                 out.add(id(w))
                 continue
             for r, rpath, rloops, rreads in places:
@@ -202,6 +224,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
             else:
                 self.adj.add(var, expr)
         self.recomputed = set()
+        self.emitted = {}
         self.split_calls = {}
         self._reversed_loops = set()
         self.rev_block(self.fn.body, in_loop=False)
