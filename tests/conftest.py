@@ -23,6 +23,19 @@ import pytest
 # (the CLI, cache and fuzz tests, dask workers) inherit it.
 os.environ.setdefault("S2S_AD_COMPILE", "eager")
 
+# Numba's compile time is most of the suite's time, and half of it is LLVM's
+# optimisation: the test processes compile at LLVM -O0 (the same semantics:
+# no fast-math either way, so the same floating-point operations in the same
+# order).  Only this process: subprocesses the tests start (the CLI, fresh
+# processes loading the disk cache, dask workers) compile at Numba's default,
+# as users do -- at -O0 Numba keeps unused dynamic globals in some functions
+# and will not cache them.  `.ci/run` runs the slow tier at the default level.
+# S2S_AD_TEST_OPT=3 runs the whole suite at Numba's default.
+if "NUMBA_OPT" not in os.environ:
+    os.environ["NUMBA_OPT"] = os.environ.get("S2S_AD_TEST_OPT", "0")
+    import numba  # noqa: E402,F401  (reads NUMBA_OPT once, at import)
+    del os.environ["NUMBA_OPT"]
+
 
 def load_program(path):
     """Import a program file as a module named after it (once per session).

@@ -182,6 +182,7 @@ def class_of(atom, classes):
 
 
 def _class(s, classes, ranks):
+    name = s.rule.name
     fresh = ("unknown", next(_FRESH))
     if s.rule.unknown:
         return fresh

@@ -133,7 +133,7 @@ for _fn in ("zeros", "ones", "empty"):
             fill={"zeros": 0.0, "ones": 1.0}.get(_fn))
 for _fn in ("zeros_like", "ones_like", "empty_like"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("a", "dtype"), defaults=_DTYPE, operands=("a",),
-            fresh=_fn != "ones_like", **SAME)
+            fresh=_fn != "ones_like", metadata=True, **SAME)
 linear("np.full", np.full, ("shape", "fill_value", "dtype"), ("fill_value",),
        {"fill_value": "rt.unbroadcast(g, fill_value)"}, defaults=_DTYPE, shape="from_shape")
 linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_value"),
@@ -141,11 +141,11 @@ linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_v
        batch="full_like")
 nondiff("np.arange", np.arange, ("start", "stop", "step"), defaults={"stop": None, "step": None})
 nondiff("np.eye", np.eye, ("N",))
-nondiff("np.shape", np.shape, ("a",), batch="query_shape")
+nondiff("np.shape", np.shape, ("a",), batch="query_shape", metadata=True)
 nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim", shape="scalar",   # Numba has no np.ndim
-        batch="query_ndim", gives_rank=True)
-nondiff("np.size", np.size, ("a",), shape="scalar", batch="query_size")
-nondiff("len", len, ("obj",), shape="scalar", batch="query_len")
+        batch="query_ndim", gives_rank=True, metadata=True)
+nondiff("np.size", np.size, ("a",), shape="scalar", batch="query_size", metadata=True)
+nondiff("len", len, ("obj",), shape="scalar", batch="query_len", metadata=True)
 nondiff("int", int, ("x",), shape="scalar")
 nondiff("np.argmax", np.argmax, ("a", "axis"), defaults={"axis": None}, operands=("a",),
         methods=("argmax",), shape="reduced", batch="axis_required")

@@ -89,6 +89,7 @@ class Rule:
     fresh: bool = False               # returns new storage no other name shares (np.zeros)
     view: bool = False                # may return a view of its first operand (np.reshape)
     gives_rank: bool = False          # its value is its operand's rank (np.ndim): folded when known
+    metadata: bool = False            # reads only its operands' shape and dtype (np.zeros_like)
     from_list: bool = False           # a list display operand is built as an array (np.array)
     equal_operands: str = None        # the rule for one value twice (x * x: np.square)
     fill: Any = None                  # a constructor's constant value (np.zeros: 0.0)

@@ -20,12 +20,16 @@ Two consequences, both general (issue 22, ``docs/array_loops.md``):
 import ast
 
 from ...ir import Prim, all_blocks
+from ...rules import RULES
 
-#: Calls whose argument at these positions is read for its shape (and dtype) only.
+#: Calls whose argument at these positions is read for its shape (and dtype)
+#: only: the adjoint helpers below, and the primitives declared ``metadata``
+#: (np.zeros_like, np.shape...), by their names and the names they print as.
 SHAPE_ARGS = {"rt.unbroadcast": (1,), "rt.sum_grad": (1,), "rt.mean_grad": (1,),
               "rt.sum_grad_kept": (1,), "rt.mean_grad_kept": (1,), "rt.like": (1,),
-              "rt.zeros_like": (0,), "np.zeros_like": (0,), "np.ones_like": (0,),
-              "np.empty_like": (0,), "len": (0,), "np.shape": (0,), "np.ndim": (0,)}
+              "rt.zeros_like": (0,),
+              **{name: (0,) for rule in RULES.values() if rule.metadata
+                 for name in (rule.name, rule.emit)}}
 
 #: Attributes that read an array's metadata, not its elements.
 SHAPE_ATTRS = {"shape", "ndim", "dtype", "size"}
