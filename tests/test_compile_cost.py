@@ -7,9 +7,9 @@ one compiled function covers every kernel path.
 import numba
 import numpy as np
 import pytest
+from s2s_ad.runtime import _nb_kernels, _nb_patches
 
 from s2s_ad import runtime as rt
-from s2s_ad.runtime import _nb_kernels, _nb_patches
 
 RNG = np.random.default_rng(3)
 
