@@ -20,6 +20,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -252,12 +253,22 @@ def latency_probe(name):
     Numba's own start-up (registries, its BLAS check importing SciPy: about
     a second, paid by the first jitted function of any process) is taken
     first, on a trivial function, and reported apart.
+
+    ``ad.jit`` runs in the mode ``$S2S_AD_COMPILE`` says (``mode`` in the
+    result).  Tiered, ``first_call_s`` is the time to the first result (the
+    NumPy module's, while Numba compiles in the background) and
+    ``compiled_s`` the time from the first call until a call has run
+    compiled code: the caller waits for the compile threads, calls again
+    (the switch to compiled code, which for loop-free code first measures
+    Numba against NumPy), and repeats while that call started another
+    compile.  Eager, ``compiled_s`` adds one call of compiled code.
     """
     start = time.perf_counter()
     import numba
 
     import s2s_ad as ad
-    out = {"import_s": time.perf_counter() - start}
+    out = {"import_s": time.perf_counter() - start,
+           "mode": os.environ.get("S2S_AD_COMPILE") or "tiered"}
     start = time.perf_counter()
     numba.njit(lambda v: v + 1.0)(1.0)
     out["numba_startup_s"] = time.perf_counter() - start
@@ -265,32 +276,57 @@ def latency_probe(name):
     wl = build_workloads(module, "tiny")[int(index or 0)]
     for key, jit in (("first_call_s", True), ("transform_only_s", False)):
         try:
+            fn = wl.derivative(ad, jit)
             start = time.perf_counter()
-            wl.derivative(ad, jit)(*wl.args)
+            fn(*wl.args)
             out[key] = time.perf_counter() - start
+            if jit:
+                _until_compiled(fn, wl.args)
+                out["compiled_s"] = time.perf_counter() - start
         except Exception as exc:  # noqa: BLE001
             out[key] = None
             out.setdefault("error", _error_text(exc))
     return out
 
 
+def _compile_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("s2s_ad compile")]
+
+
+def _until_compiled(fn, args, calls=20):
+    """Wait for s2s_ad's background compiles and call ``fn`` again, until a
+    call leaves none running (see :func:`latency_probe`)."""
+    for _ in range(calls):
+        for thread in _compile_threads():
+            thread.join()
+        fn(*args)
+        if not _compile_threads():
+            return
+
+
 def measure_latency(name, timeout=600):
-    """Run :func:`latency_probe` twice with one fresh S2S_AD_CACHE_DIR."""
-    with tempfile.TemporaryDirectory(prefix="s2s_ad_bench_cache_") as cache:
-        env = dict(os.environ, S2S_AD_CACHE_DIR=cache, **THREAD_ENV)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        runs = []
-        for _ in range(2):
+    """Run :func:`latency_probe` in three fresh processes: ``cold``, eager
+    compilation with an empty S2S_AD_CACHE_DIR (the compile time);
+    ``tiered``, ``ad.jit``'s default mode with another empty cache (time to
+    the first result, and until compiled code runs); ``warm``, tiered again
+    with the cache the tiered process left behind."""
+    with tempfile.TemporaryDirectory(prefix="s2s_ad_bench_cache_") as root:
+        runs = {}
+        for key, mode, cache in (("cold", "eager", "eager"), ("tiered", "tiered", "tiered"),
+                                 ("warm", "tiered", "tiered")):
+            env = dict(os.environ, S2S_AD_CACHE_DIR=os.path.join(root, cache),
+                       S2S_AD_COMPILE=mode, **THREAD_ENV)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
             proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", "--latency-probe",
                                    name], cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout, check=False)
             lines = proc.stdout.strip().splitlines()
             if proc.returncode != 0 or not lines:
                 tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                runs.append({"error": f"probe exited {proc.returncode}: {tail}"})
+                runs[key] = {"error": f"probe exited {proc.returncode}: {tail}"}
             else:
-                runs.append(json.loads(lines[-1]))
-    return {"cold": runs[0], "warm": runs[1]}
+                runs[key] = json.loads(lines[-1])
+    return runs
 
 
 # -- output ---------------------------------------------------------------------
@@ -351,20 +387,58 @@ def render(name, res):
                      f"{verdict}")
     lat = res.get("latency")
     if lat:
-        def one(run):
-            if run.get("first_call_s") is None:
-                return f"error ({run.get('error', '?')})"
-            return fmt_time(run["first_call_s"])
-        cold = lat["cold"]
-        extra = ""
-        if cold.get("transform_only_s") is not None:
-            extra = f"; transformation alone {fmt_time(cold['transform_only_s'])}"
-        if cold.get("numba_startup_s") is not None:
-            extra += f"; plus Numba's start-up {fmt_time(cold['numba_startup_s'])}"
         what = res["implementations"].get("s2s_ad", {}).get("label", "s2s_ad jit(grad)")
-        lines.append(f"  compile latency, {what} first call: fresh process "
-                     f"{one(cold)}, second process (disk cache warm) {one(lat['warm'])}{extra}")
+        lines += [f"  first call of {what} (fresh processes, tiny size): {line}"
+                  for line in latency_lines(lat)]
     return "\n".join(lines)
+
+
+def _run_time(run, key="first_call_s"):
+    if run is None:
+        return "-"
+    if run.get(key) is None:
+        return f"error ({run.get('error', '?')})"
+    return fmt_time(run[key])
+
+
+def latency_lines(lat):
+    """The compile-latency lines of one workload (see :func:`measure_latency`)."""
+    cold, tiered, warm = lat.get("cold", {}), lat.get("tiered"), lat.get("warm")
+    lines = []
+    if tiered is not None:
+        lines.append(f"first result {_run_time(tiered)}, compiled code after "
+                     f"{_run_time(tiered, 'compiled_s')} (tiered, empty cache); warm disk cache: "
+                     f"first result {_run_time(warm)}, compiled after "
+                     f"{_run_time(warm, 'compiled_s')}")
+    extra = ""
+    if cold.get("numba_startup_s") is not None:
+        extra = f" plus Numba's start-up {fmt_time(cold['numba_startup_s'])}"
+    if cold.get("transform_only_s") is not None:
+        extra += f"; transformation alone {fmt_time(cold['transform_only_s'])}"
+    lines.append(f"cold compile (eager, empty cache) {_run_time(cold)}{extra}")
+    return lines
+
+
+def latency_table(result):
+    """One row per workload measured in fresh processes: the first-call
+    columns and the steady-state median of s2s_ad's column."""
+    rows = [(name, res["latency"], res["implementations"].get("s2s_ad", {}))
+            for name, res in result["workloads"].items() if res.get("latency")]
+    if not rows:
+        return []
+    width = max([8] + [len(r[0]) for r in rows])
+    head = (f"  {'workload':{width}} {'first result':>12} {'compiled':>9} {'warm first':>10} "
+            f"{'warm compiled':>13} {'cold compile':>12} {'numba start':>11} {'steady':>9}")
+    lines = ["first calls (fresh processes, tiny size; steady: median at the run's size):", head]
+    for name, lat, cell in rows:
+        tiered, warm, cold = lat.get("tiered") or {}, lat.get("warm") or {}, lat.get("cold") or {}
+        cols = [fmt_time(tiered.get("first_call_s")), fmt_time(tiered.get("compiled_s")),
+                fmt_time(warm.get("first_call_s")), fmt_time(warm.get("compiled_s")),
+                fmt_time(cold.get("first_call_s")), fmt_time(cold.get("numba_startup_s")),
+                fmt_time(cell.get("median_s"))]
+        lines.append(f"  {name:{width}} {cols[0]:>12} {cols[1]:>9} {cols[2]:>10} {cols[3]:>13} "
+                     f"{cols[4]:>12} {cols[5]:>11} {cols[6]:>9}")
+    return lines
 
 
 def _verdict(t):
@@ -520,6 +594,9 @@ def _run(args, progress, prog):
             print(render(key, res) + "\n", flush=True)
     result["elapsed_s"] = time.perf_counter() - start
     print("\n".join(summary_lines(result)))
+    table = latency_table(result)
+    if table:
+        print("\n".join(table))
     print(f"({mode} run, {result['elapsed_s']:.0f} s; times are medians per call; /primal, "
           f"/hand and /s2s_ad divide a column's median by that column's)")
     if args.json:

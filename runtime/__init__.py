@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     _nb_fft,
     _nb_linalg,
     _nb_matfun,
+    _nb_patches,
     _nb_plumbing,
     _nb_reduction_grads,
     _nb_reductions,

@@ -18,6 +18,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from . import _nb_kernels as kernels
 from . import linalg
 from ._nb_lapack import potrf, potri, trmm, trsm
 from ._nbutil import compile_impl, dtype_src, grad_dtype, index, is_scalar, loops, np_dtype
@@ -80,16 +81,16 @@ def _gemm(a, b):
     if a.layout == "F" and b.layout != "F":
         def impl(a, b):
             if a.size * SMALL_F <= b.size:
-                return np.dot(np.ascontiguousarray(a), b)
-            return np.dot(a, b)
+                return kernels.dot(np.ascontiguousarray(a), b)
+            return kernels.dot(a, b)
     elif b.layout == "F" and a.layout != "F":
         def impl(a, b):
             if b.size * SMALL_F <= a.size:
-                return np.dot(a, np.ascontiguousarray(b))
-            return np.dot(a, b)
+                return kernels.dot(a, np.ascontiguousarray(b))
+            return kernels.dot(a, b)
     else:
         def impl(a, b):
-            return np.dot(a, b)
+            return kernels.dot(a, b)
     return impl
 
 
@@ -189,15 +190,16 @@ def _product_impl(a, b, fname, scalars):
             f"    if n != b.shape[0]:\n"
             f"        raise ValueError('dot: shapes not aligned')\n"
             f"    if n > {SHORT_DOT}:\n"
-            f"        return np.dot({_prep('a', a, ct)}, {_prep('b', b, ct)})\n"
+            f"        return _dot({_prep('a', a, ct)}, {_prep('b', b, ct)})\n"
             f"    s = {dtype_src(ct)}(0.0)\n"
             f"    for i in range(n):\n"
             f"        s += a[i] * b[i]\n"
-            f"    return s")
-    dot = "_gemm" if a.ndim == 2 and b.ndim == 2 else "np.dot"
+            f"    return s", {"_dot": kernels.dot})
+    dot = "_gemm" if a.ndim == 2 and b.ndim == 2 else "_dot"
     return compile_impl(
         f"def impl(a, b):\n"
-        f"    return {dot}({_prep('a', a, ct)}, {_prep('b', b, ct)})", {"_gemm": gemm})
+        f"    return {dot}({_prep('a', a, ct)}, {_prep('b', b, ct)})",
+        {"_gemm": gemm, "_dot": kernels.dot})
 
 
 #: Vectors up to this length are multiplied by an inline loop, not BLAS.
@@ -260,7 +262,7 @@ def _stacked_impl(a, b):
     """Impl of a @ b for stacks of matrices (or of vectors with one matrix)."""
     ct = _common_dtype("matmul", a, b)
     core_a, core_b = min(a.ndim, 2), min(b.ndim, 2)
-    prod = "_gemm(A[ia], B[ib])" if (core_a, core_b) == (2, 2) else "np.dot(A[ia], B[ib])"
+    prod = "_gemm(A[ia], B[ib])" if (core_a, core_b) == (2, 2) else "_dot(A[ia], B[ib])"
     head, body = _stack_loops(a, b, ct, [f"out[io] = {prod}"])
     nb = max(a.ndim - core_a, b.ndim - core_b)
     core = (["A.shape[-2]"] if core_a == 2 else []) + (["B.shape[-1]"] if core_b == 2 else [])
@@ -268,7 +270,7 @@ def _stacked_impl(a, b):
     src = "\n".join(["def impl(a, b):"] + head
                     + [f"    out = np.empty(({shape},), {dtype_src(ct)})"] + body
                     + ["    return out"])
-    return compile_impl(src, {"_gemm": gemm})
+    return compile_impl(src, {"_gemm": gemm, "_dot": kernels.dot})
 
 
 def _stacked_grad_impl(g, a, b, which):
@@ -285,14 +287,14 @@ def _stacked_grad_impl(g, a, b, which):
     src = "\n".join(["def impl(g, a, b):", f"    G = {_g_src(g, ct, contiguous=True)}"] + head
                     + [f"    r = np.zeros({which}.shape, {dtype_src(ct)})"] + body
                     + [f"    return {_cast('r', ct, a if which == 'a' else b)}"])
-    return compile_impl(src, {"_gemm": gemm, "_outer": _outer})
+    return compile_impl(src, {"_gemm": gemm, "_outer": _outer, "_dot": kernels.dot})
 
 
 # Adjoint formulas for out = a . b by (a.ndim, b.ndim); G, A, B are the
 # prepared g, a and b.  With 1-D . 1-D, g is a scalar.
 _GRAD_A = {(1, 1): "G * B", (2, 1): "_outer(G, B)",
-           (1, 2): "np.dot(B, G)", (2, 2): "_gemm(G, B.T)"}
-_GRAD_B = {(1, 1): "G * A", (2, 1): "np.dot(A.T, G)",
+           (1, 2): "_dot(B, G)", (2, 2): "_gemm(G, B.T)"}
+_GRAD_B = {(1, 1): "G * A", (2, 1): "_dot(A.T, G)",
            (1, 2): "_outer(A, G)", (2, 2): "_gemm(A.T, G)"}
 
 
@@ -320,7 +322,7 @@ def _product_grad_impl(g, a, b, which, fname, scalars):
            f"    G = {_g_src(g, ct)}\n"
            f"    {other}\n"
            f"    return {_cast(expr, ct, a if which == 'a' else b)}")
-    return compile_impl(src, {"_outer": _outer, "_gemm": gemm})
+    return compile_impl(src, {"_outer": _outer, "_gemm": gemm, "_dot": kernels.dot})
 
 
 @overload(linalg.dot_grad_a, prefer_literal=True)
@@ -378,8 +380,8 @@ def _inner(a, b):
         return _product_impl(a, b, "inner", scalars=True)
     ct = _common_dtype("inner", a, b)
     lines = ["def impl(a, b):"] + _inner_setup(a, b, ct) + [
-        "    return np.dot(A, B.T).reshape(a.shape[:-1] + b.shape[:-1])"]
-    return compile_impl("\n".join(lines))
+        "    return _dot(A, B.T).reshape(a.shape[:-1] + b.shape[:-1])"]
+    return compile_impl("\n".join(lines), {"_dot": kernels.dot})
 
 
 def _inner_grad_impl(g, a, b, which):
@@ -389,13 +391,13 @@ def _inner_grad_impl(g, a, b, which):
     if is_scalar(a) or is_scalar(b) or (a.ndim == 1 and b.ndim == 1):
         return _product_grad_impl(g, a, b, which, fname, scalars=True)
     ct = _common_dtype(fname, g, a, b)
-    expr = "np.dot(G, B)" if which == "a" else "np.dot(G.T, A)"
+    expr = "_dot(G, B)" if which == "a" else "_dot(G.T, A)"
     need = "B" if which == "a" else "A"
     lines = (["def impl(g, a, b):"] + _inner_setup(a, b, ct, need)
              + [f"    G = {_g_src(g, ct, contiguous=True)}.reshape((m, n))",
                 f"    r = {expr}.reshape({which}.shape)",
                 f"    return {_cast('r', ct, a if which == 'a' else b)}"])
-    return compile_impl("\n".join(lines))
+    return compile_impl("\n".join(lines), {"_dot": kernels.dot})
 
 
 @overload(linalg.inner_grad_a, prefer_literal=True)

@@ -11,6 +11,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
+from . import _nb_kernels as kernels
 from . import plumbing, reductions
 from ._nbutil import compile_impl, dtype_src, grad_dtype, index, is_scalar, loops, np_dtype
 
@@ -57,7 +58,8 @@ def _unbroadcast_src(gnd, xnd, blas=False):
     With `blas` (a C-contiguous float matrix g), summing g's rows or
     columns -- a bias's or a row-wise reduction's cotangent -- is a
     matrix-vector product with ones, as in the NumPy version: the loop's
-    read-modify-write of one element serialises it (3x slower).
+    read-modify-write of one element serialises it (3x slower).  The product
+    is a cached kernel (_nb_kernels), not Numba's np.dot typed inline.
     """
     src = _broadcast_src("unbroadcast", "x", "g", xnd, gnd, "g", "np.zeros(x.shape, g.dtype)",
                          lambda big, small: f"out[{small}] += g[{big}]")
@@ -67,10 +69,10 @@ def _unbroadcast_src(gnd, xnd, blas=False):
         "x.shape[0] == 1 and x.shape[1] == g.shape[1]"
     fast = ["    if g.size > 0 and g.shape[0] > 1:",
             f"        if {rows}:",
-            "            return np.dot(np.ones(g.shape[0], g.dtype), g).reshape(x.shape)"]
+            "            return _ones_dot(g).reshape(x.shape)"]
     if xnd == 2:
         fast += ["        if x.shape[0] == g.shape[0] and x.shape[1] == 1 and g.shape[1] > 1:",
-                 "            return np.dot(g, np.ones(g.shape[1], g.dtype)).reshape(x.shape)"]
+                 "            return _dot_ones(g).reshape(x.shape)"]
     head, rest = src.split("\n", 1)
     return "\n".join([head, *fast, rest])
 
@@ -107,7 +109,8 @@ def _unbroadcast(g, x):
         raise TypingError(f"unbroadcast: cannot sum a {gnd}-d cotangent "
                           f"to a {x.ndim}-d primal")
     blas = gnd == 2 and g.layout == "C" and np_dtype(g) in (np.float64, np.float32)
-    return compile_impl(_unbroadcast_src(gnd, x.ndim, blas))
+    return compile_impl(_unbroadcast_src(gnd, x.ndim, blas),
+                        {"_ones_dot": kernels.ones_dot, "_dot_ones": kernels.dot_ones})
 
 
 @overload(plumbing.zeros_like, prefer_literal=True)

@@ -14,6 +14,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype, from_dtype
 
+from . import _nb_kernels as kernels
 from . import reductions
 from ._nbutil import (
     compile_impl,
@@ -119,10 +120,12 @@ def _times_kept(g, p, temporary=False):
         return lambda g, p, temporary=False: g * p
     same = g.dtype == p.dtype
     dt = from_dtype(np.result_type(as_dtype(g.dtype), as_dtype(p.dtype)))
+    # The loops and the broadcast product are cached kernels (_nb_kernels):
+    # typing ``g * p`` inline cost up to a second of every compile.
     if p.ndim == 1:
         def impl(g, p, temporary=False):
             if g.shape[0] != 1:
-                return g * p
+                return kernels.multiply(g, p)
             out = p if temporary and same else np.empty(p.shape, dt)
             s = g[0]
             for i in range(p.shape[0]):
@@ -134,18 +137,12 @@ def _times_kept(g, p, temporary=False):
         n, m = p.shape
         rows = g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1)
         if not (rows or g.shape[0] == 1 and g.shape[1] == m):
-            return g * p
+            return kernels.multiply(g, p)
         out = p if temporary and same else np.empty((n, m), dt)
         if rows:
-            step = 1 if g.shape[0] == n else 0       # a row each, or one for all
-            for i in range(n):
-                s = g[i * step, 0]
-                for j in range(m):
-                    out[i, j] = s * p[i, j]
+            kernels.times_rows(g, p, out)
         else:
-            for i in range(n):
-                for j in range(m):
-                    out[i, j] = g[0, j] * p[i, j]
+            kernels.times_columns(g, p, out)
         return out
     return impl
 

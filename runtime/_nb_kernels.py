@@ -1,0 +1,73 @@
+"""Compiled kernels that the Numba overloads call, kept in Numba's disk cache.
+
+An overload's implementation is compiled again in every process that needs
+it, inside the generated function that calls it; Numba's own ``np.dot`` and
+broadcasting array arithmetic are among the slowest pieces to type and lower
+(about 0.3-1 s each, measured in docs/compile_time.md).  Called as plain
+``@njit(cache=True)`` functions instead, they are compiled once per argument
+types on a machine and loaded from Numba's cache afterwards (by any generated
+module, in any process), and the caller only links them.
+
+Each kernel does exactly what the overload did inline (the same NumPy call on
+the same operands), so results are unchanged.  ``fastmath=False`` and
+``error_model="python"`` are set explicitly: a nested compile would otherwise
+inherit its first caller's flags, and a cached entry is reused whatever the
+flags of later callers; these kernels are BLAS calls and elementwise products,
+which fastmath does not change.
+"""
+
+import numba
+import numpy as np
+
+_OPTIONS = {"fastmath": False, "error_model": "python"}
+
+
+def _kernel(fn):
+    try:
+        return numba.njit(cache=True, **_OPTIONS)(fn)
+    except RuntimeError:        # no cache folder Numba can write: compiled per process
+        return numba.njit(**_OPTIONS)(fn)
+
+
+@_kernel
+def dot(a, b):
+    """``np.dot(a, b)`` of float arrays of one dtype (1-D or 2-D)."""
+    return np.dot(a, b)
+
+
+@_kernel
+def ones_dot(g):
+    """The sums of a matrix's columns, as BLAS computes them: ones . g."""
+    return np.dot(np.ones(g.shape[0], g.dtype), g)
+
+
+@_kernel
+def dot_ones(g):
+    """The sums of a matrix's rows, as BLAS computes them: g . ones."""
+    return np.dot(g, np.ones(g.shape[1], g.dtype))
+
+
+@_kernel
+def multiply(g, p):
+    """``g * p``, broadcast as NumPy does."""
+    return g * p
+
+
+@_kernel
+def times_rows(g, p, out):
+    """``out[i, j] = g[i, 0] * p[i, j]`` (g one row per row of p, or one for all)."""
+    n, m = p.shape
+    step = 1 if g.shape[0] == n else 0
+    for i in range(n):
+        s = g[i * step, 0]
+        for j in range(m):
+            out[i, j] = s * p[i, j]
+
+
+@_kernel
+def times_columns(g, p, out):
+    """``out[i, j] = g[0, j] * p[i, j]``."""
+    n, m = p.shape
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = g[0, j] * p[i, j]
