@@ -65,3 +65,16 @@ def carried_gradient(x, c):
         s = s + g_prev[0] * g[1]
         g_prev = g
     return s
+
+
+def two_gradients(x, c):
+    """Two gradients inside, both kept until the reverse sweep over them."""
+    g = ad.grad(quartic)(x, c)
+    h = ad.grad(quartic)(x * 2.0, c)
+    return g[0] * h[1] + g[2] * h[2]
+
+
+def hvp_reduced(x, v, c):
+    """A Hessian-vector product inside (forward over reverse), reduced to a scalar."""
+    h = ad.hvp(lambda z: quartic(z, c), (x,), (v,))
+    return h[0] * h[1] + h[2]
