@@ -26,22 +26,22 @@ from programs.cuda_nested import (  # noqa: E402
 
 B, C = 3, 0.7
 rng = np.random.default_rng(5)
-X, V = rng.random((B, 3)), rng.random((B, 3))
+X, V, Y = rng.random((B, 3)), rng.random((B, 3)), rng.random((B, 2))
 
 CASES = {
     "grad(grad inside)": (ad.grad(grad_inside), (0, None), (X, C)),
-    "grad(two grads inside)": (ad.grad(two_gradients), (0, None), (X, C)),
+    "grad(two grads inside)": (ad.grad(two_gradients), (0, 0, None), (X, Y, C)),
     "grad(hvp inside)": (ad.grad(hvp_reduced), (0, 0, None), (X, V, C)),
     "hessian(grad inside)": (ad.hessian(grad_inside), (0, None), (X, C)),
     "jacrev(grad returned)": (ad.jacrev(grad_returned), (0, None), (X, C)),
 }
-# the scalar function each case differentiates (or, for jacrev, the vector one)
+# the scalar function of example b's x each case differentiates (for jacrev, the vector one)
 PRIMAL = {
-    "grad(grad inside)": lambda x, v: grad_inside(x, C),
-    "grad(two grads inside)": lambda x, v: two_gradients(x, C),
-    "grad(hvp inside)": lambda x, v: hvp_reduced(x, v, C),
-    "hessian(grad inside)": lambda x, v: ad.grad(grad_inside)(x, C),
-    "jacrev(grad returned)": lambda x, v: grad_returned(x, C),
+    "grad(grad inside)": lambda x, b: grad_inside(x, C),
+    "grad(two grads inside)": lambda x, b: two_gradients(x, Y[b], C),
+    "grad(hvp inside)": lambda x, b: hvp_reduced(x, V[b], C),
+    "hessian(grad inside)": lambda x, b: ad.grad(grad_inside)(x, C),
+    "jacrev(grad returned)": lambda x, b: grad_returned(x, C),
 }
 
 
@@ -54,7 +54,7 @@ def test_equals_cpu_and_finite_differences(name):
     assert isinstance(gpu, np.ndarray) and gpu.shape == np.shape(cpu)
     np.testing.assert_allclose(gpu, cpu, rtol=1e-10, atol=1e-12)
     for b in range(B):
-        want = fd_jacobian(lambda x: PRIMAL[name](x, V[b]), X[b])
+        want = fd_jacobian(lambda x: PRIMAL[name](x, b), X[b])
         np.testing.assert_allclose(gpu[b], np.reshape(want, gpu[b].shape), rtol=1e-5,
                                    atol=1e-7)
 
@@ -72,13 +72,14 @@ def test_the_pullback_leaves_its_cotangent_alone():
 
 
 def test_the_stacks_go_to_the_reverse_sweep_in_the_source():
-    f = ad.jit(ad.vmap(ad.grad(two_gradients), in_axes=(0, None)), target="cuda")
-    text = ad.source(f, X, C)
+    f = ad.jit(ad.vmap(ad.grad(two_gradients), in_axes=(0, 0, None)), target="cuda")
+    text = ad.source(f, X, Y, C)
     assert "e_stack[0:e_stack_len]" in text          # the slots the forward function filled
     assert "e_stack_len = e_stack.shape[0]" in text  # popped from there in the reverse sweep
     assert "e = None" not in text and "rt.jac_flat" not in text
-    # each forward function's stacks stay taken: the tape past them comes back
-    assert text.count(", tape_top = fwd_grad_quartic(") == 2
+    # each forward function's stacks stay taken: the tape past them comes back (without,
+    # the second's stacks overwrite the first's, and "grad(two grads inside)" is wrong)
+    assert ", tape_top = fwd_grad_quartic(" in text and ", tape_top = fwd_grad_quad(" in text
 
 
 @ptx_only
