@@ -59,6 +59,15 @@ def test_equals_cpu_and_finite_differences(name):
                                    atol=1e-7)
 
 
+@runs
+def test_value_and_grad_equals_cpu():
+    fun = ad.value_and_grad(grad_inside)
+    value, grad = ad.jit(ad.vmap(fun, in_axes=(0, None)), target="cuda")(X, C)
+    np.testing.assert_allclose(value, [grad_inside(x, C) for x in X], rtol=1e-12)
+    np.testing.assert_allclose(grad, ad.vmap(ad.grad(grad_inside), in_axes=(0, None))(X, C),
+                               rtol=1e-10, atol=1e-12)
+
+
 def test_the_pullback_leaves_its_cotangent_alone():
     # the reverse sweep of a transform inside zeroes entries of its Jacobian's
     # cotangent as it goes: on a copy (the CUDA jacrev passes its unit cotangents
