@@ -75,7 +75,8 @@ def jac_flat(g, out, x):
     of ``out`` and one column per element of ``x``."""
     if not is_array(g):
         return np.full((1, 1), g, dtype=grad_dtype(g))
-    return np.ascontiguousarray(g).reshape(flat_size(out), flat_size(x))
+    # a copy: the reverse sweep zeroes its entries (bJ[i, j] = 0.0), not the caller's cotangent
+    return np.array(g, copy=True).reshape(flat_size(out), flat_size(x))
 
 
 # -- Numba versions ----------------------------------------------------------------
@@ -144,4 +145,4 @@ def _jac_flat(g, out, x):
         dt = dtype_src(nb_grad_dtype(g))
         return compile_impl(f"def impl(g, out, x):\n    return np.full((1, 1), g, dtype={dt})")
     return compile_impl(f"def impl(g, out, x):\n"
-                        f"    return np.ascontiguousarray(g).reshape(({m}, {n}))")
+                        f"    return np.copy(g).reshape(({m}, {n}))")

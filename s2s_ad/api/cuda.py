@@ -289,6 +289,7 @@ class _DeviceRewrite(ast.NodeTransformer):
     def __init__(self, source):
         self.lines = source.split("\n")
         self.taped = set()        # functions that take a tape (their own stacks or callees')
+        self.keeping, self.tape_params = set(), {}
         self.stacks = set()
 
     def refuse(self, node, what, instead):
@@ -306,11 +307,13 @@ class _DeviceRewrite(ast.NodeTransformer):
     def visit_Module(self, node):
         functions = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
         own = {n for n, f in functions.items() if any(
-            _is_call(c, "rt.float_stack") or _empty_list(c) for c in ast.walk(f))}
+            _is_call(c, "rt.float_stack") or _empty_list(c) for c in ast.walk(f))
+            or set(_list_stacks(f)) & {a.arg for a in f.args.args}}
         calls = {n: {c.func.id for c in ast.walk(f) if isinstance(c, ast.Call)
                      and isinstance(c.func, ast.Name) and c.func.id in functions}
                  for n, f in functions.items()}
         self.taped = set(own)
+        self.keeping, self.tape_params = _tape_params(functions)
         while True:
             more = {n for n, callees in calls.items() if callees & self.taped} - self.taped
             if not more:
@@ -328,8 +331,9 @@ class _DeviceRewrite(ast.NodeTransformer):
         self.function = node.name
         if self.local.problem and self.local.problem[0] is node:
             self.refuse(node, self.local.problem[1], "call it with arrays of one shape")
-        self.stacks = set()
-        self.lists = _list_stacks(node)
+        self.lists = _list_stacks(node, returned=node.name != self.entry)
+        # slices of the tape a forward function returned to this reverse sweep
+        self.stacks = self.tape_params.get(node.name, set()) - set(self.lists)
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         self.used = used
         self.rets = [] if node.name == self.entry else [
@@ -342,6 +346,11 @@ class _DeviceRewrite(ast.NodeTransformer):
                     if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
                         self.rebound[m.id] = self.rebound.get(m.id, 0) + 1
         self.generic_visit(node)
+        # a stack the forward function filled: popped from its end
+        node.body[:0] = [ast.Assign([ast.Name(count, ast.Store())],
+                                    _attr(f"{name}.shape[0]"), lineno=node.lineno)
+                         for name, count in self.lists.items()
+                         if name in {a.arg for a in node.args.args}]
         if node.name in self.taped:
             node.args.args += [ast.arg("tape"), ast.arg("tape_top"), ast.arg("need")]
         node.args.args += [ast.arg(r) for r in self.rets]
@@ -351,6 +360,10 @@ class _DeviceRewrite(ast.NodeTransformer):
 
     def visit_Assign(self, node):
         value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+                value.func.id in self.keeping and isinstance(node.targets[0], ast.Tuple):
+            # its stacks stay taken until the reverse sweep: the tape taken past them
+            node.targets[0].elts.append(ast.Name("tape_top", ast.Store()))
         if _empty_list(node) and node.targets[0].id in self.lists:
             # a stack the CPU code keeps as a list: slots of the tape (see runtime/device.py)
             name = node.targets[0].id
@@ -361,6 +374,11 @@ class _DeviceRewrite(ast.NodeTransformer):
                                take, lineno=node.lineno),
                     ast.Assign([ast.Name(self.lists[name], ast.Store())], ast.Constant(0),
                                lineno=node.lineno)]
+        if self.nested and isinstance(value, ast.Constant) and value.value is None and \
+                isinstance(node.targets[0], ast.Name) and self.lists:
+            # a forward function's last column (e = None before its loop): no None on
+            # the device, the loop defines it
+            return []
         if isinstance(value, ast.List) and not value.elts:
             if self.nested:
                 self.refuse(node, "reverse mode over a transform written inside the "
@@ -429,6 +447,13 @@ class _DeviceRewrite(ast.NodeTransformer):
 
     def visit_Return(self, node):
         self.generic_visit(node)
+        if isinstance(node.value, ast.Tuple):
+            # a stack returned to the reverse sweep: the slots it filled
+            node.value.elts = [_attr(f"{e.id}[0:{self.lists[e.id]}]")
+                               if isinstance(e, ast.Name) and e.id in self.lists else e
+                               for e in node.value.elts]
+            if self.function in self.keeping:
+                node.value.elts.append(ast.Name("tape_top", ast.Load()))
         if self.rets:
             return rewrite_return(self, node, self.rets)
         copies = []
@@ -541,15 +566,22 @@ def _stack_call(node, method, stacks):
     return None
 
 
-def _list_stacks(function):
+def _list_stacks(function, returned=True):
     """The lists of ``function`` that are stacks -- created empty, then only
-    pushed (``s.append(x)`` statements) and popped (``x = s.pop()``) -- each
-    with a fresh name for its count."""
+    pushed (``s.append(x)`` statements) and popped (``x = s.pop()``), or
+    returned (``returned``: a forward function's, to its reverse sweep), or
+    parameters only popped (that reverse sweep's) -- each with a fresh name
+    for its count."""
     created = {n.targets[0].id for n in ast.walk(function) if _empty_list(n)}
+    # a reverse sweep's stack given by the forward function (popped only)
+    created |= {a.arg for a in function.args.args}
     allowed = set()
     for n in ast.walk(function):
         if _empty_list(n):
             allowed.add(id(n.targets[0]))
+        elif returned and isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):
+            # a forward function's stack, returned to its reverse sweep (not the entry's)
+            allowed |= {id(e) for e in n.value.elts if isinstance(e, ast.Name)}
         elif isinstance(n, ast.Expr) and _stack_call(n.value, "append", created):
             allowed.add(id(n.value.func.value))
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and \
@@ -557,15 +589,57 @@ def _list_stacks(function):
             allowed.add(id(n.value.func.value))
     used = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
     stacks = {}
+    params = {a.arg for a in function.args.args}
     for name in sorted(created):
-        if all(id(n) in allowed for n in ast.walk(function)
-               if isinstance(n, ast.Name) and n.id == name):
+        uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+        if name in params and not any(_stack_call(n.value, "pop", {name}) for n in
+                                      ast.walk(function) if isinstance(n, ast.Assign)):
+            continue
+        if all(id(n) in allowed for n in uses):
             count = f"{name}_len"
             while count in used:
                 count += "_"
             stacks[name] = count
             used.add(count)
     return stacks
+
+
+def _tape_params(functions):
+    """The functions returning stacks (slices of the tape, which stay taken
+    until the reverse sweep: they return their ``tape_top`` too), and, for
+    each function, its parameters given such stacks (the reverse sweep's,
+    passed on by the caller).  A stack may pass through several functions
+    (a forward function returning its callee's stacks)."""
+    held = {name: {n.targets[0].id for n in ast.walk(f) if _empty_list(n) or (
+        isinstance(n, ast.Assign) and len(n.targets) == 1 and
+        isinstance(n.targets[0], ast.Name) and _is_call(n.value, "rt.float_stack"))}
+        for name, f in functions.items()}
+    returned, params = {}, {}
+    while True:
+        before = (sum(map(len, held.values())), sum(map(len, returned.values())),
+                  sum(map(len, params.values())))
+        for name, f in functions.items():
+            held[name] |= params.get(name, set())
+            for n in ast.walk(f):
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):
+                    returned[name] = {k for k, e in enumerate(n.value.elts)
+                                      if isinstance(e, ast.Name) and e.id in held[name]}
+                if isinstance(n, ast.Assign) and len(n.targets) == 1 and \
+                        isinstance(n.targets[0], ast.Tuple) and isinstance(n.value, ast.Call) \
+                        and isinstance(n.value.func, ast.Name):
+                    elts = n.targets[0].elts
+                    held[name] |= {elts[k].id for k in returned.get(n.value.func.id, ())
+                                   if k < len(elts) and isinstance(elts[k], ast.Name)}
+            for n in ast.walk(f):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
+                        n.func.id in functions:
+                    callee = [a.arg for a in functions[n.func.id].args.args]
+                    params.setdefault(n.func.id, set()).update(
+                        p for p, a in zip(callee, n.args)
+                        if isinstance(a, ast.Name) and a.id in held[name])
+        if before == (sum(map(len, held.values())), sum(map(len, returned.values())),
+                      sum(map(len, params.values()))):
+            return {name for name, slots in returned.items() if slots}, params
 
 
 def _fresh(name, used):

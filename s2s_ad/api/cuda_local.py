@@ -71,6 +71,7 @@ class StaticShapes:
         self.globals = dict(entry_shapes)       # the entry's array arguments (global memory)
         self.ints = {}          # function -> name -> a static int or shape tuple (np.shape(x))
         self.stack_shapes = {}  # function -> list stack -> shape of the arrays pushed on it
+        self.stack_returns = {}  # function -> slot of its returned tuple -> stack's shape
         #: function -> names that may hold arrays of unknown shape (never taken for scalars)
         self.opaque, self.opaque_returns = {}, {}
         self.problem = None
@@ -78,9 +79,11 @@ class StaticShapes:
             self.run(entry, {p: s for p, s in entry_shapes.items()})
         self.shape_only = {f: _shape_only(fn) for f, fn in self.functions.items()}
 
-    def run(self, name, param_shapes, opaque=()):
+    def run(self, name, param_shapes, opaque=(), stacks=None):
         """Analyse ``name`` for arguments of ``param_shapes`` (once per function);
-        ``opaque``: its parameters given arrays of unknown shape."""
+        ``opaque``: its parameters given arrays of unknown shape; ``stacks``:
+        its parameters given stacks of arrays (a forward function's, for its
+        reverse sweep), with the shape of the arrays on them."""
         key = tuple(sorted(param_shapes.items()))
         if name in self.params:
             if self.params[name] != key and self.problem is None:
@@ -91,7 +94,8 @@ class StaticShapes:
         fn = self.functions[name]
         shapes = dict(param_shapes)
         self.shapes[name], self.created[name] = shapes, {}
-        self.ints[name], self.stack_shapes[name] = {}, {}
+        self.ints[name], self.stack_shapes[name] = {}, dict(stacks or {})
+        self.stack_returns[name] = {}
         self.opaque[name], self.opaque_returns[name] = set(opaque), ()
         self.returns[name] = None
         self._body(name, fn.body, shapes, 0)
@@ -118,6 +122,9 @@ class StaticShapes:
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
                 value = stmt.value
                 if isinstance(value, ast.Tuple):
+                    self.stack_returns[name] = {
+                        k: self.stack_shapes[name][v.id] for k, v in enumerate(value.elts)
+                        if isinstance(v, ast.Name) and v.id in self.stack_shapes[name]}
                     self.returns[name] = (True, tuple(self._shape(name, v, shapes) or ()
                                                       for v in value.elts))
                     self.opaque_returns[name] = tuple(self.is_opaque(name, v)
@@ -134,9 +141,14 @@ class StaticShapes:
             params = [a.arg for a in callee.args.args]
             given = {p: shapes[a.id] for p, a in zip(params, value.args)
                      if isinstance(a, ast.Name) and a.id in shapes}
+            stacks = {p: self.stack_shapes[name][a.id] for p, a in zip(params, value.args)
+                      if isinstance(a, ast.Name) and a.id in self.stack_shapes[name]}
             out = self.run(value.func.id, given, {p for p, a in zip(params, value.args)
-                                                  if self.is_opaque(name, a)})
+                                                  if self.is_opaque(name, a)}, stacks)
             names = target.elts if isinstance(target, ast.Tuple) else [target]
+            for k, shape in self.stack_returns.get(value.func.id, {}).items():
+                if k < len(names) and isinstance(names[k], ast.Name):
+                    self.stack_shapes[name][names[k].id] = shape
             slots = out[1] if out and out[0] else [out[1]] if out else []
             unknown = self.opaque_returns.get(value.func.id, ())
             for k, t in enumerate(names):
@@ -257,6 +269,8 @@ class StaticShapes:
         if what == "rt.broadcast_like" and len(node.args) == 2:
             return of(node.args[0]) or of(node.args[1]) if of(node.args[0]) or \
                 of(node.args[1]) else None
+        if what == "rt.jac_flat" and len(node.args) == 3:
+            return (size(node.args[1]), size(node.args[2]))
         if what == "rt.jac_shape" and len(node.args) == 3:
             shape = (of(node.args[1]) or ()) + (of(node.args[2]) or ())
             return shape or None
@@ -405,6 +419,16 @@ def rewrite_assign(rw, node):
             rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
                       "differentiate 1-d arrays or scalars")
         return _stmts(f"{name} = " + view.format(J=ast.unparse(J)), node)
+    if what == "rt.jac_flat":
+        g, out, x = value.args
+        view = {(0, 0): "{J}[0, 0] = {g}", (0, 1): "rtd.copy_into({J}[0], {g}, 1.0)",
+                (1, 0): "rtd.copy_into({J}[:, 0], {g}, 1.0)",
+                (1, 1): "rtd.copy_into({J}, {g}, 1.0)"}.get((len(of(out)), len(of(x))))
+        if view is None:
+            rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
+                      "differentiate 1-d arrays or scalars")
+        return _alloc(rw, node, name, sh._shape(fn, value, shapes)) + _stmts(
+            view.format(J=name, g=ast.unparse(rw.visit(g))), node)
     refuse_unknown(rw, node)
     reduced = lower_scalar(rw, node)          # np.sum, np.dot of local arrays
     if reduced is not None:

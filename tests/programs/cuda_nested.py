@@ -65,3 +65,23 @@ def carried_gradient(x, c):
         s = s + g_prev[0] * g[1]
         g_prev = g
     return s
+
+
+def quad(y, c):
+    """A small scalar function of a 2-vector."""
+    return c * y[0] ** 2 * y[1] + np.sin(y[0])
+
+
+def two_gradients(x, y, c):
+    """Two gradients inside, of a 3- and a 2-vector: the stacks of both are kept
+    until the reverse sweep over them (on the device, one after the other on the
+    thread's tape)."""
+    g = ad.grad(quartic)(x, c)
+    h = ad.grad(quad)(y * x[1], c)
+    return g[0] * h[1] + g[1] * h[0] + g[2] * h[1]
+
+
+def hvp_reduced(x, v, c):
+    """A Hessian-vector product inside (forward over reverse), reduced to a scalar."""
+    h = ad.hvp(lambda z: quartic(z, c), (x,), (v,))
+    return h[0] * h[1] + h[2]
