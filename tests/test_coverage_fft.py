@@ -83,6 +83,7 @@ def compiled():
     return ad.jit(ad.grad(prog.loss)), ad.jit(ad.grad(prog.loss_2d))
 
 
+@pytest.mark.slow
 def test_jit_grad(compiled):
     """Every 1-D and 2-D case in one compiled loss each (Numba; the transforms in
     object mode), against finite differences, float64 and float32."""

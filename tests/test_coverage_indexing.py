@@ -70,6 +70,7 @@ def jit_grad():
     return ad.jit(ad.grad(prog.loss))
 
 
+@pytest.mark.slow
 def test_jit_every_case_in_one_loss(jit_grad):
     np.testing.assert_allclose(jit_grad(X), fd_jacobian(prog.loss, X), rtol=1e-6, atol=1e-7)
     got = jit_grad(X.astype(np.float32))

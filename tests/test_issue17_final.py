@@ -67,6 +67,7 @@ def jit_grad():
     return ad.jit(ad.grad(prog.loss))
 
 
+@pytest.mark.slow
 def test_every_case_in_one_compiled_loss(jit_grad):
     """All cases in one loss, one Numba compile: gradient vs finite differences."""
     np.testing.assert_allclose(jit_grad(X), fd_jacobian(prog.loss, X), rtol=1e-6,

@@ -231,6 +231,7 @@ def test_random_program_python_witnesses(folder, index):
     _assert_clean(_run_random(folder, index, ("python",), transforms))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", [pytest.param(i, marks=_marks("random_numba", i),
                                                 id=f"p{i}")
                                    for i in range(1000, 1000 + NUMBA_PROGRAMS)])

@@ -302,6 +302,7 @@ def _check_vmap(module, x, a):
                                    atol=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("S2S_AD_RANDOM_EXAMPLES", "100")), **SETTINGS)
 @given(body=blocks(), sample=samples)
 def test_random_programs_python(folder, body, sample):

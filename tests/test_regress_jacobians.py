@@ -134,6 +134,7 @@ def case(request):
     return f, examples, ref
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jacfwd", "jacrev"])
 def test_compiled_jacobian(case, mode):
     f, examples, ref = case

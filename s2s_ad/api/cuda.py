@@ -428,6 +428,15 @@ class _DeviceRewrite(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Expr(self, node):
+        call = node.value
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == "rt.add_into" \
+                and len(call.args) == 2:
+            # a cotangent added into a slice in place: ``out += value``, which
+            # the per-thread array lowering writes element by element
+            target = call.args[0]
+            target.ctx = ast.Store()
+            return self.visit_AugAssign(ast.AugAssign(target, ast.Add(), call.args[1],
+                                                      lineno=node.lineno))
         stack = _stack_call(node.value, "append", self.lists)
         if stack is None:
             return self.generic_visit(node)
