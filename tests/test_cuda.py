@@ -16,17 +16,16 @@ Three kinds of test:
 import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import s2s_ad as ad
-from s2s_ad.api.cuda import simulated
 from s2s_ad.errors import UnsupportedSyntaxError
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cuda_support import RUNS, nvvm, ptx_only, runs  # noqa: E402,F401
 from programs.cuda_seeds import (  # noqa: E402
     lotka_volterra,
     mlp_loss,
@@ -40,20 +39,6 @@ from programs.cuda_seeds import (  # noqa: E402
     td_loss,
 )
 
-
-def _gpu():
-    if simulated():
-        return False
-    try:
-        from numba import cuda
-        return cuda.is_available()
-    except Exception:            # noqa: BLE001
-        return False
-
-
-RUNS = simulated() or _gpu()
-runs = pytest.mark.skipif(not RUNS, reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1 "
-                          "(test_under_simulator runs these in a subprocess)")
 rng = np.random.default_rng(7)
 B = 6                        # the simulator runs a Python thread per CUDA thread
 
@@ -307,28 +292,11 @@ def test_cuda_needs_a_vmap():
 
 
 # -- PTX: what the GPU compiles -------------------------------------------------
-ptx_only = pytest.mark.skipif(simulated(), reason="the simulator has no PTX compiler")
-
-
-@pytest.fixture
-def nvvm(monkeypatch):
-    """Compiling needs libNVVM only; without a GPU, device functions called from a
-    kernel ask for the current device's compute capability: answer 8.0."""
-    try:
-        from numba.cuda.cudadrv import nvvm as nv
-        nv.NVVM()
-    except Exception as error:       # noqa: BLE001
-        pytest.skip(f"no libNVVM: {error}")
-    if not _gpu():
-        import numba.cuda.dispatcher as disp
-        monkeypatch.setattr(disp, "get_current_device",
-                            lambda: types.SimpleNamespace(compute_capability=(8, 0)))
-
-
 @ptx_only
+@pytest.mark.usefixtures("nvvm")
 @pytest.mark.parametrize("case", ["td0", "mlp", "rk4", "softplus", "adaptive", "while",
                                   "jacfwd", "jacrev", "hessian", "jvp"])
-def test_kernels_compile_to_ptx(nvvm, case):
+def test_kernels_compile_to_ptx(case):
     if case == "td0":
         f = ad.vmap(ad.grad(td_loss), in_axes=(None, 0, 0, 0))
         args = _td_data(8)
