@@ -200,7 +200,7 @@ def lower_array(rw, node, name, shape, alloc):
     what = _dotted(value)
     if what in ("np.zeros", "np.ones", "np.empty"):
         fill = {"np.zeros": "0.0", "np.ones": "1.0"}.get(what)
-        return alloc(name) + (_parse(f"rtd.fill({name}, {fill})", node) if fill else [])
+        return alloc(name) + (parsed_at(f"rtd.fill({name}, {fill})", node) if fill else [])
     if len(shape) != 1 or elementwise_shape(rw.local, rw.function, value, shapes) != shape:
         return None
     into = _fresh(rw, f"{name}_new") if _mentions(value, name) else name
@@ -210,7 +210,7 @@ def lower_array(rw, node, name, shape, alloc):
                        rw.visit(element(value, k, shapes)), lineno=node.lineno)
     out = alloc(into) + [_loop(k, shape[0], [store], node)]
     if into != name:
-        out += _parse(f"{name} = {into}", node)
+        out += parsed_at(f"{name} = {into}", node)
     return out
 
 
@@ -314,7 +314,7 @@ def push_array(rw, stack, count, value):
         return None
     k = _index(rw)
     item = ast.unparse(rw.visit(element(value, k, shapes)))
-    return _parse(f"for {k} in range({shape[0]}):\n"
+    return parsed_at(f"for {k} in range({shape[0]}):\n"
                   f"    {count} = rtd.push({stack}, {count}, {item}, need)", value)
 
 
@@ -327,12 +327,13 @@ def pop_array(rw, node, stack, count, alloc):
         return None
     k = _index(rw)
     into = ast.unparse(target)
-    return (alloc(target.id) if isinstance(target, ast.Name) else []) + _parse(
+    return (alloc(target.id) if isinstance(target, ast.Name) else []) + parsed_at(
         f"for {k} in range({shape[0] - 1}, -1, -1):\n    {count} -= 1\n"
         f"    {into}[{k}] = rtd.pop_as({stack}, {count}, 0.0, need)", node)
 
 
-def _parse(text, node):
+def parsed_at(text, node):
+    """The statements of ``text``, placed at ``node``'s line (for errors)."""
     tree = ast.parse(text).body
     for stmt in tree:
         for n in ast.walk(stmt):

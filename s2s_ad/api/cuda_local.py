@@ -33,6 +33,7 @@ from .cuda_arrays import (
     lower_array,
     lower_augassign,
     lower_scalar,
+    parsed_at,
     pop_array,
     push_array,
     refuse_array_call,
@@ -352,14 +353,6 @@ def array_slots(shapes, function):
     return [(None, slots)] if slots else []
 
 
-def _stmts(text, node):
-    tree = ast.parse(text).body
-    for stmt in tree:
-        for n in ast.walk(stmt):
-            ast.copy_location(n, node)
-    return tree
-
-
 def rewrite_assign(rw, node):
     """``node`` rewritten when it creates or reshapes an array of static shape
     (statements), else None.  ``rw``: the device rewrite (its ``local``
@@ -387,7 +380,7 @@ def rewrite_assign(rw, node):
         return allocs + [node]
     if isinstance(target, ast.Subscript) and isinstance(value, ast.Name) and of_(value):
         # a column of Jacobian storage: copied element by element (nothing allocated)
-        return _stmts(f"rtd.copy_into({ast.unparse(rw.visit(target))}, {value.id}, 1.0)", node)
+        return parsed_at(f"rtd.copy_into({ast.unparse(rw.visit(target))}, {value.id}, 1.0)", node)
     if not isinstance(target, ast.Name):
         return None
     name, what = target.id, _dotted(value)
@@ -398,7 +391,7 @@ def rewrite_assign(rw, node):
     if isinstance(value, ast.Name):
         if sh.created.get(fn, {}).get(value.id, 0) > 0 and of(value):
             # made inside a loop, where its buffer is written again each iteration: copied
-            return _alloc(rw, node, name, of(value)) + _stmts(
+            return _alloc(rw, node, name, of(value)) + parsed_at(
                 f"rtd.copy_into({name}, {value.id}, 1.0)", node)
         return [ast.Assign([target], value, lineno=node.lineno)] \
             if value is not node.value else None
@@ -418,7 +411,7 @@ def rewrite_assign(rw, node):
         if view is None:
             rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
                       "differentiate 1-d arrays or scalars")
-        return _stmts(f"{name} = " + view.format(J=ast.unparse(J)), node)
+        return parsed_at(f"{name} = " + view.format(J=ast.unparse(J)), node)
     if what == "rt.jac_flat":
         g, out, x = value.args
         view = {(0, 0): "{J}[0, 0] = {g}", (0, 1): "rtd.copy_into({J}[0], {g}, 1.0)",
@@ -427,7 +420,7 @@ def rewrite_assign(rw, node):
         if view is None:
             rw.refuse(node, "a Jacobian of arrays of more than one dimension is kept whole",
                       "differentiate 1-d arrays or scalars")
-        return _alloc(rw, node, name, sh._shape(fn, value, shapes)) + _stmts(
+        return _alloc(rw, node, name, sh._shape(fn, value, shapes)) + parsed_at(
             view.format(J=name, g=ast.unparse(rw.visit(g))), node)
     refuse_unknown(rw, node)
     reduced = lower_scalar(rw, node)          # np.sum, np.dot of local arrays
@@ -441,11 +434,11 @@ def rewrite_assign(rw, node):
         t, x = value.args
         if of(t) == shape:
             return [ast.Assign([target], t, lineno=node.lineno)]
-        return _alloc(rw, node, name, shape) + _stmts(
+        return _alloc(rw, node, name, shape) + parsed_at(
             f"rtd.fill({name}, {ast.unparse(rw.visit(t))})", node)
     if isinstance(value, ast.UnaryOp) and isinstance(value.operand, ast.Name):
         sign = "-1.0" if isinstance(value.op, ast.USub) else "1.0"
-        return _alloc(rw, node, name, shape) + _stmts(
+        return _alloc(rw, node, name, shape) + parsed_at(
             f"rtd.copy_into({name}, {value.operand.id}, {sign})", node)
     if what == "np.array":
         if name in sh.shape_only.get(fn, ()):
@@ -455,11 +448,11 @@ def rewrite_assign(rw, node):
                        rw.visit(e), lineno=node.lineno)
             for k, e in enumerate(value.args[0].elts)]
     if what in ("rt.grad_zeros", "rt.jac_zeros", "rt.zeros_like"):
-        return _alloc(rw, node, name, shape) + _stmts(f"rtd.fill({name}, 0.0)", node)
+        return _alloc(rw, node, name, shape) + parsed_at(f"rtd.fill({name}, 0.0)", node)
     if what == "rt.unit_like":
         if len(shape) != 1:
             rw.refuse(node, "a unit tangent of a 2-d array", "differentiate 1-d arrays")
-        return _alloc(rw, node, name, shape) + _stmts(
+        return _alloc(rw, node, name, shape) + parsed_at(
             f"rtd.fill({name}, 0.0)\n{name}[{ast.unparse(rw.visit(value.args[1]))}] = 1.0",
             node)
     lowered = lower_array(rw, node, name, shape, lambda n: _alloc(rw, node, n, shape))
@@ -488,7 +481,7 @@ def _alloc(rw, node, name, shape):
     if _size(shape) > LOCAL_LIMIT:
         rw.refuse(node, f"it keeps an array of shape {shape} per thread (more than "
                   f"{LOCAL_LIMIT} elements)", "differentiate fewer elements per example")
-    return _stmts(f"{name} = cuda.local.array({shape!r}, np.{rw.floats})", node)
+    return parsed_at(f"{name} = cuda.local.array({shape!r}, np.{rw.floats})", node)
 
 
 def rewrite_return(rw, node, names):
@@ -500,7 +493,7 @@ def rewrite_return(rw, node, names):
     for (k, _), ret in zip(slots, names):
         value = node.value if k is None else node.value.elts[k]
         value = same_array(value, shapes) or value      # rt.like(b, x): b itself
-        copies += _stmts(f"rtd.copy_into({ret}, {ast.unparse(value)}, 1.0)", node)
+        copies += parsed_at(f"rtd.copy_into({ret}, {ast.unparse(value)}, 1.0)", node)
         if k is None:
             node.value = ast.Name(ret, ast.Load())
         else:
