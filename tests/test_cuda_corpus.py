@@ -1,7 +1,7 @@
 """The control-flow corpus (tests/programs/control_flow.py) on the CUDA
-target: per-example gradients of a sample of its programs -- loops, while
-loops, break/continue, returns inside loops, branches, helpers -- as
-kernels, equal to the CPU path and to finite differences; programs that make
+target: per-example gradients of every program with a scalar output --
+loops, while loops, break/continue, returns inside loops, branches, helpers
+-- as kernels, equal to the CPU path and to finite differences; programs that make
 small arrays of static length per example (per-thread arrays); programs a
 thread cannot run (2-d arrays, slices of moving bounds) refused naming the
 user's line.
@@ -26,13 +26,6 @@ from cuda_support import nvvm, ptx_only, runs  # noqa: E402,F401
 
 cf = load_program(Path(__file__).parent / "programs" / "control_flow.py")
 PROGRAMS = {f.__name__: (f, make, argnums) for f, make, argnums in cf.CORPUS}
-#: What runs on the device: a sample of the 50 corpus programs that do (at 0.1 s
-#: each in the simulator, the rest would cost a few seconds more).
-SAMPLE = ["cumsum_sq", "horner_desc", "int_bound", "empty_loop", "triangle", "grow_while",
-          "newton_while", "bisect_then_newton", "while_true_break", "while_in_for",
-          "continue_negative", "nested_continue_break", "return_in_while", "piecewise",
-          "nested_cond", "helper_in_branch", "pytree_loop", "calls_breaking_helper",
-          "rosen_chain", "early_return_helper"]
 #: Programs that make small 1-d arrays of static length per example (np.zeros(n)
 #: filled in loops, y + h * k1 in an integrator, helpers returning arrays, slices):
 #: per-thread arrays (s2s_ad/api/cuda_arrays.py); all 12 of the corpus.
@@ -42,6 +35,9 @@ ARRAYS = ["momentum", "while_fill", "continue_write", "recurrence", "overwrite_n
 #: Programs a thread cannot run: 2-d arrays made per example (matrix_fill, row_loop's
 #: gradient of a 2-d argument) and slices whose bounds move in a loop (slice_writes).
 REFUSED = ["matrix_fill", "row_loop", "slice_writes"]
+#: Every other program with a scalar output (62: what the gradient test checks).
+EVERY = [name for name, (f, make, _) in PROGRAMS.items()
+         if name not in REFUSED and np.ndim(f(*make())) == 0]
 
 
 def _batch(args):
@@ -58,7 +54,7 @@ def _batch(args):
 
 
 @runs
-@pytest.mark.parametrize("name", SAMPLE + ARRAYS)
+@pytest.mark.parametrize("name", EVERY)
 def test_corpus_gradient_kernel_equals_cpu_and_finite_differences(name):
     f, make, argnums = PROGRAMS[name]
     args, axes = _batch(make())
@@ -82,6 +78,10 @@ def test_corpus_gradient_kernel_equals_cpu_and_finite_differences(name):
                 fd = fd_jacobian(along, np.asarray(leaf, dtype=float))
                 np.testing.assert_allclose(ad.pytree.flatten(got[k])[0][j][b], fd,
                                            rtol=1e-5, atol=1e-7)
+
+
+def test_every_array_program_is_checked():
+    assert set(ARRAYS) <= set(EVERY) and len(EVERY) == 62
 
 
 @runs
