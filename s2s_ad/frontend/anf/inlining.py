@@ -3,6 +3,7 @@
 (in place when they write into an argument), the library's implementations
 of NumPy functions in place with constant options folded.
 """
+import contextlib
 import dataclasses
 import inspect
 
@@ -46,17 +47,8 @@ class Inlining:
         params = [a.id for a in fn.node.args.args]
         if len(args) > len(params):
             raise self.error(node, f"{fn.name}() takes {len(params)} arguments, got {len(args)}")
-        bound = dict(zip(params, args))
-        for k, v in kwargs.items():
-            if k not in params or k in bound:
-                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.name}()")
-            bound[k] = v
-        first_default = len(params) - len(fn.defaults)
-        for i, p in enumerate(params):
-            if p not in bound:
-                if i < first_default:
-                    raise self.error(node, f"{fn.name}() is missing the argument '{p}'")
-                bound[p] = fn.defaults[i - first_default]
+        bound = self._bind(fn.name, params, len(fn.defaults), fn.defaults.__getitem__,
+                           args, kwargs, node)
         if fn.node in self.program._active:
             raise self.error(node, f"recursive call to '{fn.name}' is not supported; "
                              "write the recursion as a loop")
@@ -67,19 +59,30 @@ class Inlining:
         child.env = {k: v for k, v in env.items() if k not in fn.src.own}
         child.env.update((p, self.passed(bound[p])) for p in params)
         start = len(self.body)
-        self.program._active.append(fn.node)
         try:
             if isinstance(fn.node, gast.Lambda):
-                return child.expr(fn.node.body)
-            for stmt in fn.node.body:
-                child.node = stmt
-                child.stmt(stmt)
-            return child.body.pop().value
+                with self._lowering(fn.node):
+                    return child.expr(fn.node.body)
+            return self._lower_body(child, fn.node.body, fn.node).value
         finally:
-            self.program._active.pop()
-            if any(isinstance(p, Prim) and p.rule.name == "setitem"
-                   for p in walk(self.body[start:])):
-                self.effects += 1         # it wrote into an array (a call for its effect)
+            self._count_writes(start)    # it wrote into an array (a call for its effect)
+
+    def _bind(self, name, params, n_defaults, default, args, kwargs, node):
+        """The call's values by parameter name: positional ``args``, then
+        ``kwargs``, then ``default(i)`` for the i-th of the last
+        ``n_defaults`` parameters (called only for the missing ones)."""
+        bound = dict(zip(params, args))
+        for k, v in kwargs.items():
+            if k not in params or k in bound:
+                raise self.error(node, f"bad keyword argument '{k}' in call to {name}()")
+            bound[k] = v
+        first_default = len(params) - n_defaults
+        for i, p in enumerate(params):
+            if p not in bound:
+                if i < first_default:
+                    raise self.error(node, f"{name}() is missing the argument '{p}'")
+                bound[p] = default(i - first_default)
+        return bound
 
     def passed(self, value):
         """``value`` as passed to another function: a local function carries
@@ -93,17 +96,10 @@ class Inlining:
         if inspect.ismethod(fn):
             src_params = src_params[1:]          # self.helper(x): self is a constant
         defaults = fn.__defaults__ or ()
-        bound = dict(zip(src_params, args))
-        for k, v in kwargs.items():
-            if k not in src_params or k in bound:
-                raise self.error(node, f"bad keyword argument '{k}' in call to {fn.__name__}()")
-            bound[k] = v
-        first_default = len(src_params) - len(defaults)
-        for i, p in enumerate(src_params):
-            if p not in bound:
-                if i < first_default:
-                    raise self.error(node, f"{fn.__name__}() is missing the argument '{p}'")
-                bound[p] = self.constant(p, defaults[i - first_default], node)
+        first = len(src_params) - len(defaults)
+        bound = self._bind(fn.__name__, src_params, len(defaults),
+                           lambda i: self.constant(src_params[first + i], defaults[i], node),
+                           args, kwargs, node)
         values = [bound[p] for p in src_params]
         src = self.program.source(fn)
         if any(isinstance(v, LocalFn) for v in values):
@@ -148,14 +144,7 @@ class Inlining:
         src = self.program.source(fn)
         child = self._inlined(src, values)
         child.view_of, child.effects = self.view_of, 0
-        self.program._active.append(fn)
-        try:
-            for stmt in src.node.body:
-                child.node = stmt
-                child.stmt(stmt)
-        finally:
-            self.program._active.pop()
-        ret = child.body.pop()
+        ret = self._lower_body(child, src.node.body, fn)
         for name in child.arg_writes:           # the caller's arrays it wrote into
             self.note_write(Var(name), node)
         for array, index, copy in writebacks:
@@ -186,17 +175,34 @@ class Inlining:
         if self.program._active.count(impl.fn) > 32:    # constant options end a recursion
             raise self.error(node, f"{impl.name} calls itself too deeply")
         child = self._inlined(src, values)
-        self.program._active.append(impl.fn)
         start = len(self.body)
-        try:
-            for stmt in src.node.body:
+        ret = self._lower_body(child, src.node.body, impl.fn)
+        self._count_writes(start)       # np.add.at / np.put: a call for its effect
+        return ret.value
+
+    def _lower_body(self, child, body, key):
+        """Lower ``body`` with ``child`` (a lowerer sharing this function's
+        body) while ``key`` is on the stack of calls being lowered (which
+        refuses recursion); returns the statement its ``return`` left last."""
+        with self._lowering(key):
+            for stmt in body:
                 child.node = stmt
                 child.stmt(stmt)
+        return child.body.pop()
+
+    @contextlib.contextmanager
+    def _lowering(self, key):
+        self.program._active.append(key)
+        try:
+            yield
         finally:
             self.program._active.pop()
+
+    def _count_writes(self, start):
+        """Count the statements lowered since ``start`` as a call for its
+        effect when they write into an array."""
         if any(isinstance(p, Prim) and p.rule.name == "setitem" for p in walk(self.body[start:])):
-            self.effects += 1           # np.add.at / np.put: a call for its effect
-        return child.body.pop().value
+            self.effects += 1
 
     def _inlined(self, src, values):
         """A lowerer for ``src`` lowered in place here: its parameters bound to
