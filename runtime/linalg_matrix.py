@@ -13,7 +13,7 @@ every name (and lists them in its ``EXPORTS``).
 import numpy as np
 
 # -- matrix functions: np.linalg and friends ------------------------------------
-# One source for NumPy and Numba (``_nb_linalg`` registers each with
+# One source for NumPy and Numba (``_nb_linsolve`` registers each with
 # ``register_jitable``): per-example matrices are 2-D (``ad.vmap`` batches
 # them), vectors 1-D.  Derivatives of eigh/svd assume distinct eigenvalues /
 # singular values: a repeated one divides by zero (inf/nan, never a finite
