@@ -1,8 +1,9 @@
 """Vector-mode adjoint sweeps: one sweep that carries K cotangents at once.
 
-``widen(lines, seeds, width, names, pure)`` takes the source of an adjoint sweep
-(one cotangent per output, seeded by the names ``seeds``) and returns a
-sweep for ``width`` cotangents.  A name is *dependent* when its value
+``widen(body, seeds, width, names, pure)`` takes an adjoint sweep as a tree
+(a list of ``ast`` statements, comments as :func:`s2s_ad.codegen.printer.comment`
+statements; one cotangent per output, seeded by the names ``seeds``) and
+returns the tree of a sweep for ``width`` cotangents.  A name is *dependent* when its value
 depends on a seed: assigned from a dependent value, or written into
 (``b[i] += v``, ``rt.index_add(b, i, v)``) with one.  Every statement that
 mentions a dependent name is repeated once per cotangent, with each
@@ -27,7 +28,6 @@ the cotangents (see :func:`uses_lanes`).
 """
 import ast
 import copy
-import textwrap
 
 from .. import rules
 from ..codegen import printer as codegen
@@ -35,7 +35,6 @@ from ..codegen.adjoints import Subst
 from ..ir import dump
 from ..rules.internal import INTERNAL
 
-_MARK = "__s2s_ad_comment__"
 #: Runtime calls that write into their first argument.
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad",
                  "rt.add_into"}
@@ -60,10 +59,10 @@ def _is_copy(call):
     return isinstance(call.func, ast.Attribute) and call.func.attr == "copy" and not call.args
 
 
-def widen(lines, seeds, width, names, pure, ranks=None, after=()):
-    """The sweep ``lines`` for ``width`` cotangents, and per cotangent the names
-    its copies use (dependent name -> its copy), or None when the sweep cannot
-    be widened.
+def widen(body, seeds, width, names, pure, ranks=None, after=()):
+    """The sweep ``body`` (ast statements, rewritten in place) for ``width``
+    cotangents, as ast statements, and per cotangent the names its copies use
+    (dependent name -> its copy), or None when the sweep cannot be widened.
 
     ``names`` allocates the new names; ``pure(fname)`` says whether a call of
     generated function ``fname`` may be repeated (see :func:`pure_function`);
@@ -71,22 +70,19 @@ def widen(lines, seeds, width, names, pure, ranks=None, after=()):
     arrays and which indices are scalars, for the lanes (see :func:`_lanes`);
     ``after`` holds the names read after the sweep.
     """
-    tree = ast.parse(_comments_to_marks(lines))
-    dependent = _dependent(tree.body, set(seeds))
-    if not _bound_first(tree.body, dependent - set(seeds)):
+    dependent = _dependent(body, set(seeds))
+    if not _bound_first(body, dependent - set(seeds)):
         return None
     families = {n: names.family(n, width) for n in sorted(dependent)}
     per_row = [{n: family[q] for n, family in families.items()} for q in range(width)]
-    partials = _Partials(tree.body, dependent, per_row, names, ranks or {}, set(after))
+    partials = _Partials(body, dependent, per_row, names, ranks or {}, set(after))
     try:
-        body = _rewrite(tree.body, dependent, per_row, pure, partials)
+        body = _rewrite(body, dependent, per_row, pure, partials)
     except _Shared:
         return None
     body = _lanes(body, families, ranks or {}, names, set(after))
-    module = ast.fix_missing_locations(ast.Module(body, []))
-    lines = _marks_to_comments(ast.unparse(module)).splitlines()
-    dump.after("widen", lambda: "\n".join(lines))
-    return lines, per_row
+    dump.after("widen", lambda: codegen.unparse(body))
+    return body, per_row
 
 
 class _Shared(Exception):
@@ -204,7 +200,7 @@ class _Partials:
         if partials + self.width * cost >= self.width * len(mine):
             return run
         rows = [_PerRow(node=stmt) for stmt in self._outputs(outputs)]
-        return shared + [_statement(f"{_MARK}('every row, through the partials above')")] + rows
+        return shared + [codegen.comment("every row, through the partials above")] + rows
 
     def _load(self, element):
         """Each row's element ``a[i]`` of a cotangent array, read into a name
@@ -574,6 +570,8 @@ def pure_function(node, pure):
 
     def confined(body):
         for s in body:
+            if codegen.is_comment(s):
+                continue
             if isinstance(s, (ast.For, ast.While, ast.If)):
                 if not (confined(s.body) and confined(s.orelse)):
                     return False
@@ -630,25 +628,3 @@ def _roots(targets):
 def renamed(node, mapping):
     """A copy of ``node`` with names renamed by ``mapping``."""
     return Subst({k: codegen.name(v) for k, v in mapping.items()}).visit(copy.deepcopy(node))
-
-
-def _comments_to_marks(lines):
-    out = []
-    for line in textwrap.dedent("\n".join(lines)).splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith("#"):
-            indent = line[:len(line) - len(stripped)]
-            line = f"{indent}{_MARK}({stripped[1:].strip()!r})"
-        out.append(line)
-    return "\n".join(out)
-
-
-def _marks_to_comments(text):
-    out = []
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith(_MARK + "("):
-            indent = line[:len(line) - len(stripped)]
-            line = f"{indent}# {ast.literal_eval(stripped[len(_MARK) + 1:-1])}"
-        out.append(line)
-    return "\n".join(out)
