@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     _nb_elementwise,
     _nb_fft,
     _nb_linalg,
+    _nb_linsolve,
     _nb_matfun,
     _nb_patches,
     _nb_plumbing,

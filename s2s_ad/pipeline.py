@@ -166,7 +166,7 @@ def transform(st):
         st.entry = st.module.entry_vjp(st.fn, req.argnums, req.kind, req.has_aux,
                                        req.ranks or None, req.options.get("element_grads"),
                                        req.width)
-    return "\n".join(st.module.parts)
+    return st.module.text()
 
 
 def generate(st):

@@ -13,6 +13,7 @@ import pytest
 
 import s2s_ad as ad
 from s2s_ad.api import core
+from s2s_ad.codegen import printer as codegen
 from s2s_ad.ir.names import Names
 from s2s_ad.transforms import widen
 
@@ -213,8 +214,10 @@ def test_sweeps_restore_overwritten_elements_from_the_second_on(n):
 
 
 def _widen(text, seeds=("b_out",), width=2, pure=lambda name: False):
+    """widen on the tree of ``text``; the widened sweep printed back as lines."""
     names = Names({n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)})
-    return widen.widen(text.splitlines(), list(seeds), width, names, pure)
+    got = widen.widen(codegen.parse(text.splitlines()), list(seeds), width, names, pure)
+    return None if got is None else (codegen.unparse(got[0]).splitlines(), got[1])
 
 
 def test_widen_repeats_only_what_depends_on_the_cotangent():
@@ -259,8 +262,9 @@ def test_widen_repeats_calls_of_pure_generated_functions():
 
 def _lanes(text, ranks, width=2, after=()):
     names = Names({n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)})
-    return widen.widen(text.splitlines(), ["b_out"], width, names, lambda name: False,
-                       ranks, after)[0]
+    body = widen.widen(codegen.parse(text.splitlines()), ["b_out"], width, names,
+                       lambda name: False, ranks, after)[0]
+    return codegen.unparse(body).splitlines()
 
 
 def test_widen_gives_arrays_the_loops_index_lanes():

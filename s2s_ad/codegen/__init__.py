@@ -5,7 +5,11 @@
 uses to push and pop values; ``adjoints`` instantiates a rule's VJP/JVP
 templates with the names of one statement and simplifies them.
 
-The transforms write their output through these (reverse mode and widening
-still hand Python source, not IR, to module assembly: see issue 16's note in
-the README's Architecture section).
+Generated code is handed between passes as a tree: a list of ``ast``
+statements, comments as :func:`printer.comment` statements.  Reverse mode
+builds its functions with ``printer.Writer`` (line by line, parsed once into
+a tree when a function is finished, :meth:`printer.Writer.tree`), ``widen``
+rewrites an adjoint sweep's tree, and module assembly turns the trees into
+text once with :func:`printer.unparse`.  The transforms build generated code
+with these helpers, which is why this layer sits below them.
 """

@@ -1,13 +1,23 @@
-"""generate: lowered statements -> readable Python source.
+"""generate: lowered statements -> generated-code trees -> readable Python source.
 
 Prints :mod:`ir` statements and ``ast`` expressions with ``ast.unparse``,
 adds a comment with the user's line above each block that comes from it, and
 assembles a module that imports only ``math``, ``numpy`` (as ``np``) and the
-runtime (as ``rt``).  Guarantees: the text is valid Python that runs in the
+runtime (as ``rt``).
+
+Generated code is handed between passes as a tree: a list of ``ast``
+statements (function definitions, or an adjoint sweep's body) in which a
+comment is the statement :func:`comment` makes (``ast`` keeps no comments).
+A :class:`Writer` still assembles a function line by line; its output is
+:meth:`Writer.tree`, the lines parsed once.  Text exists again only where
+module assembly calls :func:`unparse`, which prints the markers back as
+comments.  Guarantees: the text is valid Python that runs in the
 plain-Python backend and compiles with Numba; names are those the passes
 allocated; no statement is printed that a pass did not ask for.
 """
 import ast
+import copy
+import textwrap
 
 import numpy as np
 
@@ -20,6 +30,9 @@ _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _BOOL = (ast.And, ast.Or)
 
 HEADER = ("import math\n\nimport numpy as np\n\nfrom s2s_ad import runtime as rt\n")
+
+#: The function a comment statement calls in a tree of generated code (see :func:`comment`).
+COMMENT = "__s2s_ad_comment__"
 
 
 def name(n):
@@ -176,8 +189,77 @@ def stmt(s, fn_names=None):
     raise TypeError(f"cannot print {s!r}")
 
 
+# -- generated-code trees -------------------------------------------------------------
+
+def comment(text):
+    """The statement that stands for the comment ``# text`` in a tree."""
+    return ast.Expr(ast.Call(name(COMMENT), [ast.Constant(text)], []))
+
+
+def is_comment(s):
+    """Whether statement ``s`` is a :func:`comment`."""
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+        isinstance(s.value.func, ast.Name) and s.value.func.id == COMMENT
+
+
+def parse(lines):
+    """Generated source ``lines`` (any common indentation) as a list of ``ast``
+    statements, each comment line a :func:`comment` statement."""
+    out = []
+    for line in textwrap.dedent("\n".join(lines)).splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            indent = line[:len(line) - len(stripped)]
+            line = f"{indent}{COMMENT}({stripped[1:].strip()!r})"
+        out.append(line)
+    return ast.parse("\n".join(out)).body
+
+
+class Tree(tuple):
+    """The statements :meth:`Writer.tree` parsed, with the text they were parsed
+    from (``source``), which :func:`unparse` returns instead of printing them
+    again.  A tuple: a pass that changes generated code builds a new tree."""
+
+    def __new__(cls, stmts, source):
+        tree = super().__new__(cls, stmts)
+        tree.source = source
+        return tree
+
+
+def unparse(stmts):
+    """The source of the statements ``stmts`` (no final newline), each
+    :func:`comment` printed as the comment; a block left with comments alone
+    gets a ``pass``.  A :class:`Tree` gives back the text it was parsed from
+    (the same text: the lines a :class:`Writer` prints are what ``ast.unparse``
+    prints)."""
+    if isinstance(stmts, Tree):
+        return stmts.source
+    stmts = [_with_pass(copy.copy(s)) for s in stmts]
+    text = ast.unparse(ast.fix_missing_locations(ast.Module(stmts, [])))
+    out = []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(COMMENT + "("):
+            indent = line[:len(line) - len(stripped)]
+            line = f"{indent}# {ast.literal_eval(stripped[len(COMMENT) + 1:-1])}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _with_pass(s):
+    for field in ("body", "orelse"):
+        block = getattr(s, field, None)
+        if block and isinstance(block, list):
+            block = [_with_pass(copy.copy(x)) for x in block]
+            if all(is_comment(x) for x in block):
+                block.append(ast.Pass())
+            setattr(s, field, block)
+    return s
+
+
 class Writer:
-    """Accumulates indented source lines with user-line comments."""
+    """Accumulates indented source lines with user-line comments; its output is
+    :meth:`tree` (the lines parsed once), or :meth:`text` for a dump."""
 
     def __init__(self):
         self.lines = []
@@ -197,8 +279,12 @@ class Writer:
         self.comment(f"{prefix}{loc.text.strip()}  [line {loc.lineno}]")
 
     def node(self, node):
+        """Print the statement ``node`` (a tree: its :func:`comment` statements
+        are printed as comments)."""
         self.nodes.append(node)
-        for line in ast.unparse(ast.fix_missing_locations(node)).splitlines():
+        text = unparse([node]) if hasattr(node, "body") or is_comment(node) else \
+            ast.unparse(ast.fix_missing_locations(node))
+        for line in text.splitlines():
             self.lines.append("    " * self.indent + line)
 
     def line(self, text, *exprs):
@@ -212,6 +298,11 @@ class Writer:
 
     def text(self):
         return "\n".join(self.lines) + "\n"
+
+    def tree(self):
+        """The functions written, as a :class:`Tree` of ``ast`` statements (see
+        :func:`parse`), the lines parsed once."""
+        return Tree(parse(self.lines), "\n".join(self.lines).rstrip("\n"))
 
 
 def def_line(w, fname, params):

@@ -9,6 +9,10 @@ scalars for Numba), ``widen`` (several cotangent rows per adjoint sweep),
 forward-mode columns) and
 ``module`` (assembles the entry function, its callees and their VJPs).
 
+Reverse mode, ``widen`` and ``module`` hand generated code to one another as
+trees (lists of ``ast`` statements, see :mod:`s2s_ad.codegen.printer`): text
+is made once, when ``module`` unparses the assembled module.
+
 To add a pass: write it here (IR in, IR out where it can), then add it to
 ``s2s_ad.pipeline.PASSES``.
 """

@@ -1,5 +1,10 @@
 """Assembles the generated module: the entry function, the user functions
-it calls (once each) and their VJPs (once per activity pattern)."""
+it calls (once each) and their VJPs (once per activity pattern).
+
+Every part arrives as a tree (a list of ``ast.FunctionDef``, comments as
+:func:`~s2s_ad.codegen.printer.comment` statements): the printed primal
+functions, and the VJPs reverse mode writes (widened ones included).  The
+module is unparsed once, in :meth:`ModuleBuilder.source`."""
 import ast
 
 from ..codegen import printer as codegen
@@ -13,7 +18,7 @@ class ModuleBuilder:
         self.program = program
         self.names = program.module_names
         self.fn_names = {}    # Function.key -> printed primal name
-        self.parts = []
+        self.parts = []       # per part: its functions, a list of ast statements
         self.defined = []     # every printed function name, for the backends
         self._vjps = {}
         self._joint = {}
@@ -31,7 +36,7 @@ class ModuleBuilder:
             self.primal(callee)
         w = codegen.Writer()
         codegen.primal(fn, fname, w, self.fn_names)
-        self._add(fname, w.text())
+        self._add(fname, w.tree())
         return fname
 
     def helper_vjp(self, callee, in_names, seeds, ranks):
@@ -48,11 +53,11 @@ class ModuleBuilder:
             self.primal(callee)
             fwd = self.names.fresh("fwd_" + callee.name)
             bwd = self.names.fresh("bwd_" + callee.name)
-            text, residuals = reverse.helper_vjp_source(self, callee, in_names, seeds, ranks,
+            tree, residuals = reverse.helper_vjp_source(self, callee, in_names, seeds, ranks,
                                                         fwd, bwd)
             self._vjps[key] = (fwd, bwd, residuals)
             self.defined += [fwd, bwd]
-            self.parts.append(text)
+            self.parts.append(tree)
         return self._vjps[key]
 
     def helper_joint_vjp(self, callee, in_names, seeds, ranks):
@@ -72,25 +77,25 @@ class ModuleBuilder:
             self.primal(callee)
         if mode == "vjp_rows":
             self.repeated = True
-            text, self.rows_width = reverse.rows_source(self, fn, argnums, fname, param_ranks,
+            tree, self.rows_width = reverse.rows_source(self, fn, argnums, fname, param_ranks,
                                                         width)
-            self._add(fname, text)
+            self._add(fname, tree)
             return fname
         self._add(fname, reverse.entry_source(self, fn, argnums, fname, mode, has_aux,
                                               param_ranks, element_grads))
         return fname
 
-    def _add(self, fname, text):
+    def _add(self, fname, tree):
         self.defined.append(fname)
-        self.parts.append(text)
+        self.parts.append(tree)
 
     def pure(self, fname, seen=()):
         """Whether calling generated function ``fname`` changes nothing outside it
         (see :func:`s2s_ad.transforms.widen.pure_function`); calls back into ``seen``
         count as pure."""
         if len(self._defs) != len(self.parts):
-            self._defs = [{d.name: d for d in ast.parse(part).body
-                           if isinstance(d, ast.FunctionDef)} for part in self.parts]
+            self._defs = [{d.name: d for d in part if isinstance(d, ast.FunctionDef)}
+                          for part in self.parts]
         node = next((defs[fname] for defs in self._defs if fname in defs), None)
         seen = seen + (fname,)
         return node is not None and widen.pure_function(
@@ -101,7 +106,11 @@ class ModuleBuilder:
         lines = [f"# {line}" for line in header]
         if consts:
             lines.append(f"# module constants bound at import: {consts}")
-        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + "\n".join(self.parts)
+        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + self.text()
+
+    def text(self):
+        """The functions of the module, unparsed (two blank lines between parts)."""
+        return "\n".join(codegen.unparse(part) + "\n\n" for part in self.parts)
 
 
 def _callees(fn):

@@ -1,4 +1,4 @@
-"""reverse: lowered function -> VJP source (primal sweep + adjoint sweep).
+"""reverse: lowered function -> VJP functions (primal sweep + adjoint sweep), as a tree.
 
 Receives a lowered :class:`~s2s_ad.ir.Function`, which of its parameters to
 differentiate and which output leaves are seeded.  Writes one function that
@@ -28,6 +28,11 @@ differentiated inputs, seeded outputs), written in parts:
   views, saves only where an adjoint reads the values;
 * ``common`` -- shared constants and helpers;
 * ``entries`` -- what module assembly (``transforms.module``) calls.
+
+The functions are printed line by line through ``codegen.printer.Writer`` and
+handed on as trees (lists of ``ast`` statements, parsed once when a function
+is finished; see :mod:`s2s_ad.codegen.printer`): ``widen`` and module
+assembly never parse text.
 """
 from .common import VIEWS
 from .entries import entry_source, helper_joint_source, helper_vjp_source, rows_source

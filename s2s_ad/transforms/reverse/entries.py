@@ -1,5 +1,9 @@
 """What module assembly calls: the entry VJP of the transformed function, the
 rows of a Jacobian, and the VJPs of the user functions it calls.
+
+Each returns the generated functions as a tree (a list of ``ast.FunctionDef``
+with comment statements, see :mod:`s2s_ad.codegen.printer`), not text: module
+assembly unparses the module once.
 """
 import ast
 
@@ -18,7 +22,8 @@ from .writer import ReverseWriter
 def helper_vjp_source(module, callee, in_names, seeds, ranks, fwd_name, bwd_name):
     """A called user function's VJP, split in ``fwd_name`` and ``bwd_name``.
 
-    Returns (source, residual names) -- see :meth:`ReverseWriter.write_split`.
+    Returns (the two functions' tree, residual names) -- see
+    :meth:`ReverseWriter.write_split`.
     """
     writer, cot, returns, seed_exprs = _helper_writer(module, callee, in_names, seeds, ranks)
     return writer.write_split(fwd_name, bwd_name, cot, returns, seed_exprs)
@@ -44,8 +49,8 @@ def rows_source(module, fn, argnums, fname, param_ranks=None, width=1):
     """The VJP of the transformed function for stacked cotangent rows (see
     :meth:`ReverseWriter.write_rows`): the rows of its Jacobian in one call.
 
-    Returns the source and the rows each adjoint sweep carries (``width``,
-    or 1 where the sweep cannot be shared)."""
+    Returns the function's tree and the rows each adjoint sweep carries
+    (``width``, or 1 where the sweep cannot be shared)."""
     leaves_ = list(leaves_of(fn.out_tree))
     wrt_trees = [fn.param_trees[i] for i in argnums]
     seeds = {a.name for a in leaves_ if isinstance(a, Var)}
@@ -53,8 +58,8 @@ def rows_source(module, fn, argnums, fname, param_ranks=None, width=1):
     rows = [fn.names.fresh("b_outs") for _ in leaves_]
     seeds = [(a.name, r, fn.names.fresh("b_out")) for a, r in zip(leaves_, rows)
              if isinstance(a, Var)]
-    text = writer.write_rows(fname, rows, seeds, fn.out_tree, wrt_trees, width)
-    return text, writer.width
+    tree = writer.write_rows(fname, rows, seeds, fn.out_tree, wrt_trees, width)
+    return tree, writer.width
 
 
 def entry_source(module, fn, argnums, fname, mode, has_aux, param_ranks=None,

@@ -1,6 +1,13 @@
 """The VJP functions a module needs, written from one :class:`ReverseWriter`:
 one piece (``write``), several cotangent rows per sweep (``write_rows``,
 widened), or a forward/backward pair passing residuals (``write_split``).
+
+Each returns its functions as a tree (a list of ``ast.FunctionDef``, see
+:mod:`s2s_ad.codegen.printer`) for module assembly.  The sweeps are still
+printed line by line into a :class:`~s2s_ad.codegen.printer.Writer`; the
+lines are parsed once, where a function is finished (``Writer.tree``), and
+an adjoint sweep handed to :func:`~s2s_ad.transforms.widen.widen` is parsed
+once and comes back as a tree.
 """
 import ast
 
@@ -35,7 +42,7 @@ class Functions:
         out.lines.extend(back.lines)
         out.node(ret)
         out.blank()
-        return out.text()
+        return out.tree()
 
     def write_rows(self, fname, rows_params, seeds, value, wrt_trees, width=1):
         """One primal sweep, then one adjoint sweep per row of the cotangents.
@@ -62,7 +69,7 @@ class Functions:
             known = dict(self.ranks)
             known.update((adj, self.ranks.get(var)) for var, adj in self._named.items()
                          if isinstance(var, str))
-            widened = widen.widen(back.lines, [seed for _, _, seed in seeds], width,
+            widened = widen.widen(codegen.parse(back.lines), [seed for _, _, seed in seeds], width,
                                   self.names, self.module.pure, known,
                                   codegen.names_in(ret.value.elts[1]))
             if widened is None:
@@ -116,8 +123,11 @@ class Functions:
             for n in restored:
                 out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
             out.indent -= 1
-        out.lines.extend("    " * (2 if width > 1 else 1) + line if line.strip() else line
-                         for line in sweep)
+        if width > 1:           # the widened sweep, a tree
+            for node in sweep:
+                out.node(node)
+        else:
+            out.lines.extend("    " + line if line.strip() else line for line in sweep)
         for name, expr in zip(stacked, _flat([ret.value.elts[1]])):
             for q in range(width):
                 out.node(ast.Expr(call("rt.set_row", codegen.name(name), rows_at[q],
@@ -127,7 +137,7 @@ class Functions:
         grads = _rebuild_tuple(ret.value.elts[1], iter(stacked))
         out.node(ast.Return(ast.Tuple([captured, grads], ast.Load())))
         out.blank()
-        return out.text()
+        return out.tree()
 
     def write_split(self, fwd_name, bwd_name, cot_params, returns, seed_exprs):
         """The primal sweep and the adjoint sweep as two functions.
@@ -136,7 +146,7 @@ class Functions:
         values its adjoint sweep reads; ``bwd_name(params, residuals,
         cotangents)`` returns the cotangents.  A caller runs the first in its
         own primal sweep and the second in its adjoint sweep, so nothing is
-        computed twice.  Returns (source, residual names).
+        computed twice.  Returns (the two functions' tree, residual names).
         """
         self.split = True
         fwd, back, ret = self._sweeps(seed_exprs, returns, set(var_names([self.fn.out_tree])))
@@ -166,7 +176,7 @@ class Functions:
         out.indent = 1
         out.node(ret)
         out.blank()
-        return out.text(), residuals
+        return out.tree(), residuals
 
     def _keep_residuals(self, out, residuals):
         """Where the caller's adjoint sweep runs more than once (one per row of a
