@@ -239,6 +239,8 @@ _SECTIONS = [
      lambda r: r.elementwise and r.name.startswith("np.")),
     ("`math` functions", "On Python floats; declared by partial derivatives.",
      lambda r: r.elementwise and r.name.startswith("math.")),
+    ("`scipy.special` functions", "Elementwise; declared by partial derivatives.",
+     lambda r: r.elementwise and r.name.startswith("scipy.special.")),
     ("Array functions",
      ("Declared by their vector-Jacobian products: the cotangent of each operand, where `g` "
      "is the output's cotangent and `out` the output; `rt.*` are the runtime helpers "
