@@ -590,7 +590,9 @@ ARRAY_PROGRAMS = {
         ("axes1", {"a": (None, M), "b": (None, (4, 2))}, "np.tensordot(a, b, axes=1)", ()),
         ("axes2", {"a": (None, T3), "b": (None, (3, 4))}, "np.tensordot(a, b)", ()),
         ("axes_lists", {"a": (None, M), "b": (None, (3, 2))},
-         "np.tensordot(a, b, axes=([0], [0]))", ())],
+         "np.tensordot(a, b, axes=([0], [0]))", ()),
+        # every axis contracted: a number, whose cotangent is a number too
+        ("full", {"a": (None, M), "b": (None, M)}, "np.tensordot(a, b, 2)", NB)],
     "np.einsum": [
         ("matmul", {"a": (None, M), "b": (None, (4, 2))}, "np.einsum('ij,jk->ik', a, b)", ()),
         ("diagonal", {"a": (None, (3, 3))}, "np.einsum('ii->i', a)", ()),
