@@ -49,13 +49,7 @@ UNSUPPORTED = {
     "np.divmod": "two outputs: use np.floor_divide and np.mod",
     "np.modf": "two outputs: use np.trunc and x - np.trunc(x)",
     "np.frexp": "two outputs (mantissa, integer exponent): no rule",
-    "np.vecdot": _CUSTOM + " (np.sum(a * b, axis=-1) is ruled)",
-    "np.matvec": _CUSTOM + " (np.matmul is ruled)",
-    "np.vecmat": _CUSTOM + " (np.matmul is ruled)",
     # math
-    "math.dist": _CUSTOM + " (math.hypot is ruled)",
-    "math.fsum": _CUSTOM + " (np.sum is ruled)",
-    "math.prod": _CUSTOM + " (np.prod is ruled)",
     "math.comb": _INTEGER, "math.perm": _INTEGER, "math.factorial": _INTEGER,
     "math.gcd": _INTEGER, "math.lcm": _INTEGER, "math.isqrt": _INTEGER,
     "math.isclose": _BOOLEAN,
@@ -63,8 +57,6 @@ UNSUPPORTED = {
     "math.frexp": "two outputs (mantissa, integer exponent): no rule",
     "math.modf": "two outputs: use math.trunc and x - math.trunc(x)",
     # commonly used array functions
-    "np.convolve": _CUSTOM,
-    "np.correlate": _CUSTOM, "np.polyval": _CUSTOM + " (Horner's rule in a loop)",
     "np.interp": _CUSTOM, "np.cov": _CUSTOM, "np.corrcoef": _CUSTOM,
     "np.linspace": _BOOLEAN,
     "np.meshgrid": "returns a list: build the grids with np.reshape and broadcasting",

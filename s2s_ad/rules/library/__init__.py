@@ -21,6 +21,7 @@ from . import (  # noqa: E402,F401  (registers)
     elementwise,
     indexing,
     linalg,
+    numeric,
     shapes,
     sorting,
     special,
