@@ -31,10 +31,6 @@ _BOOLEAN = ("zero derivative but not declared non-differentiable yet; usable off
 _DATA = "output shape depends on the data: neither Numba nor reverse mode can type it"
 
 
-def _easy(partial):
-    return f"no rule yet; elementwise with partial {partial}"
-
-
 UNSUPPORTED = {
     # NumPy ufuncs
     "np.bitwise_and": _INTEGER, "np.bitwise_count": _INTEGER, "np.bitwise_invert": _INTEGER,
@@ -44,7 +40,6 @@ UNSUPPORTED = {
     "np.lcm": _INTEGER,
     "np.isnat": "datetime values are not supported",
     "np.signbit": _BOOLEAN,
-    "np.ldexp": _easy("2**x2 for x1; x2 is an integer"),
     "np.nextafter": _BOOLEAN, "np.spacing": _BOOLEAN,
     "np.divmod": "two outputs: use np.floor_divide and np.mod",
     "np.modf": "two outputs: use np.trunc and x - np.trunc(x)",
