@@ -468,6 +468,10 @@ ARRAY_PROGRAMS = {
     "np.argsort": [("vector", {"x": (None, V)}, "x[np.argsort(x)] * np.arange(4)", NB),
                    ("method-vector", {"x": (None, V)}, "x * x.argsort()", ()),
                    ("axis0-matrix", {"x": (None, M)}, "x * np.argsort(x, axis=0)", NB)],
+    "np.searchsorted": [
+        ("vector", {"x": (None, V)}, "x * np.searchsorted(np.array([-1.0, 0.0, 1.0]), x)", NB),
+        ("right-matrix", {"x": (None, M)},
+         "x * np.searchsorted(np.array([-1.0, 0.0, 1.0]), x, side='right')", ())],
     # Only the kth position of a partition is specified: the programs read it.
     "np.argpartition": [
         ("vector", {"x": (None, V)}, "x[np.argpartition(x, 2)[2]] * x", NB),

@@ -704,6 +704,8 @@ def _fft():
         P("np.conj", "of_fft", "x", "np.real(np.conj(np.fft.fft(x)) * x)", F(*M)),
         P("np.argpartition", "kth", "x", "np.take_along_axis(x, np.argpartition(x, 1, axis=0), "
           "0)[1]", F(*M)),
+        P("np.searchsorted", "v", "x", "x * np.searchsorted(np.array([-1.0, 0.0, 1.0]), x)",
+          F(*M)),
     ]
 
 

@@ -52,12 +52,12 @@ UNSUPPORTED = {
     "math.frexp": "two outputs (mantissa, integer exponent): no rule",
     "math.modf": "two outputs: use math.trunc and x - math.trunc(x)",
     # commonly used array functions
-    "np.interp": _CUSTOM, "np.cov": _CUSTOM, "np.corrcoef": _CUSTOM,
+    "np.cov": _CUSTOM, "np.corrcoef": _CUSTOM,
     "np.linspace": _BOOLEAN,
     "np.meshgrid": "returns a list: build the grids with np.reshape and broadcasting",
     "np.all": _BOOLEAN, "np.any": _BOOLEAN, "np.count_nonzero": _BOOLEAN,
     "np.isclose": _BOOLEAN, "np.allclose": _BOOLEAN, "np.array_equal": _BOOLEAN,
-    "np.searchsorted": _BOOLEAN, "np.digitize": _BOOLEAN,
+    "np.digitize": _BOOLEAN,
     "np.unique": _DATA, "np.argwhere": _DATA,
     "np.histogram": _DATA,
 }

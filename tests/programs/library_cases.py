@@ -4,6 +4,8 @@ import math
 import numpy as np
 import scipy.special as sc
 
+XP = np.array([0.0, 0.9, 1.2])
+
 
 def var_axis(x):
     return np.var(x, axis=0, ddof=1)
@@ -113,6 +115,11 @@ def correlations(x):
         np.correlate(x[1, :2], x[2], mode="same")
 
 
+def interpolations(x):
+    return np.interp(x[0] * 1.3 - 0.3, np.sort(x[1]), x[2]) + \
+        np.interp(1.0, XP, x[1, :3] * x[1, :3], left=0.0, right=-1.0) * x[0]
+
+
 def polynomials(x):
     return np.polyval(x[0], x[1]) + np.polyval([1.0, -2.0, 0.5], x[2])
 
@@ -136,7 +143,7 @@ def bad_kwarg(x):
 
 
 def unsupported_call(x):
-    return np.sum(np.interp(x, x, x).flat)
+    return np.sum(np.corrcoef(x, x).flat)
 
 
 def no_rule(x):
@@ -154,5 +161,5 @@ def numeric_cases(x):
     """Convolutions, polynomials, vector products and math reductions in one loss
     (tests/test_library.py compiles it once)."""
     return np.sum(np.sin(convolutions(x))) + np.sum(np.sin(correlations(x) * 1.1)) + \
-        np.sum(np.sin(polynomials(x) * 1.2)) + np.sum(np.sin(vector_products(x) * 1.3)) + \
+        np.sum(np.sin(polynomials(x) * 1.2)) + np.sum(np.sin(interpolations(x))) + np.sum(np.sin(vector_products(x) * 1.3)) + \
         np.sin(math_reductions(x))

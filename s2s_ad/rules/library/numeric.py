@@ -1,10 +1,11 @@
-"""Convolutions, polynomials, vector products and ``math`` reductions written over
-ruled primitives: np.convolve, np.correlate, np.polyval, np.vecdot, np.matvec,
-np.vecmat, math.fsum, math.prod, math.dist."""
+"""Convolutions, interpolation, polynomials, vector products and ``math`` reductions
+written over ruled primitives: np.convolve, np.correlate, np.interp, np.polyval,
+np.vecdot, np.matvec, np.vecmat, math.fsum, math.prod, math.dist."""
 import math
 
 import numpy as np
 
+from ._axes import unsupported
 from .registry import implements, static
 
 
@@ -56,6 +57,22 @@ def correlate(a, v, mode="valid"):
         start = (shorter - 1) // 2 if np.size(a) >= np.size(v) else shorter // 2
         return full[start:start + longer]
     return full[shorter - 1:longer]
+
+
+@implements(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """The line through the two points of ``(xp, fp)`` around each ``x`` (``xp``
+    increasing); ``fp[0]`` / ``fp[-1]`` (or ``left`` / ``right``) outside.
+    Differentiated in ``x``, ``xp`` and ``fp``."""
+    _ = unsupported(period=period)
+    n = np.size(xp)
+    i = np.clip(np.searchsorted(xp, x, "right"), 1, n - 1)
+    x0 = xp[i - 1]
+    f0 = fp[i - 1]
+    y = f0 + (x - x0) * ((fp[i] - f0) / (xp[i] - x0))
+    below = fp[0] if left is None else left
+    above = fp[n - 1] if right is None else right
+    return np.where(x < xp[0], below, np.where(x > xp[n - 1], above, y))
 
 
 @implements(np.polyval)
