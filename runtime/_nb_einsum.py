@@ -392,6 +392,14 @@ def _cast_lines(names_tys, ct):
     return [f"    {n}_ = {_prep_operand(n, t, ct)}" for n, t in names_tys]
 
 
+def _cotangent_lines(g, ct):
+    """``g_``: the cotangent as an array of dtype ct; a number (the cotangent of a
+    full contraction, ``np.tensordot(x, y, 2)`` of matrices) as a 0-d array."""
+    if isinstance(g, types.Array):
+        return _cast_lines((("g", g),), ct)
+    return [f"    g_ = np.full((), {dtype_src(ct)}(g))"]
+
+
 @overload(linalg.tensordot, prefer_literal=True)
 def _tensordot(a, b, axes=2):
     n, kind = _axes_count(axes, a.ndim)
@@ -408,7 +416,8 @@ def _tensordot_grad_a(g, a, b, axes=2):
     n, kind = _axes_count(axes, a.ndim)
     ct = np.result_type(grad_dtype(a), np_dtype(g))
     fa, fb = a.ndim - n, b.ndim - n
-    lines = (["def impl(g, a, b, axes=2):"] + _cast_lines((("g", g), ("b", b)), ct)
+    lines = (["def impl(g, a, b, axes=2):"] + _cotangent_lines(g, ct)
+             + _cast_lines((("b", b),), ct)
              + _axes_lines(kind, n, a.ndim, b.ndim)
              + [f"    gk = np.arange({fa}, {fa + fb})", f"    fb_ = _free({b.ndim}, cb)"]
              + _tdot_lines("g_", "b_", fa + fb, b.ndim, fb, "gk", "fb_", "r")
@@ -424,10 +433,11 @@ def _tensordot_grad_b(g, a, b, axes=2):
     n, kind = _axes_count(axes, a.ndim)
     ct = np.result_type(grad_dtype(b), np_dtype(g))
     fa = a.ndim - n
-    lines = (["def impl(g, a, b, axes=2):"] + _cast_lines((("g", g), ("a", a)), ct)
+    lines = (["def impl(g, a, b, axes=2):"] + _cotangent_lines(g, ct)
+             + _cast_lines((("a", a),), ct)
              + _axes_lines(kind, n, a.ndim, b.ndim)
              + [f"    fa_ = _free({a.ndim}, ca)", f"    gk = np.arange({fa})"]
-             + _tdot_lines("a_", "g_", a.ndim, g.ndim, fa, "fa_", "gk", "r")
+             + _tdot_lines("a_", "g_", a.ndim, getattr(g, "ndim", 0), fa, "fa_", "gk", "r")
              # r: a's contracted axes in a's order (named by b's), then b's free ones
              + ["    order = np.concatenate((_partner(ca, cb), _free(" + str(b.ndim) + ", cb)))",
                 "    inv = np.argsort(order)",

@@ -122,6 +122,7 @@ def tensordot(a, b, axes=2):
 
 
 def tensordot_grad_a(g, a, b, axes=2):
+    g = np.asarray(g)          # a number when every axis is contracted
     ax_a, ax_b = _tensordot_axes(a, b, axes)
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]
@@ -133,6 +134,7 @@ def tensordot_grad_a(g, a, b, axes=2):
 
 
 def tensordot_grad_b(g, a, b, axes=2):
+    g = np.asarray(g)
     ax_a, ax_b = _tensordot_axes(a, b, axes)
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]

@@ -11,8 +11,7 @@ string literals naming a rule (a key of ``rules.RULES``):
   Allowed everywhere.
 - Any other literal (``name == "np.eye"``, ``name in ("np.dot", ...)``) is a
   transform testing for one primitive: a per-primitive fact kept outside its
-  declaration.  Allowed only for STRUCTURAL names, and for the PENDING
-  entries below, which must only shrink (a stale entry fails too).
+  declaration.  Allowed only for STRUCTURAL names.
 """
 import ast
 import pathlib
@@ -33,25 +32,14 @@ TRANSFORMS = ("transforms/forward.py", "transforms/reverse", "transforms/batch.p
 STRUCTURAL = {"getitem", "setitem", "copy", "dtype", "and", "or", "not", "len", "int",
               "float", "stop_gradient"}
 
-# Per-primitive facts still kept in a transform (to be moved into Rule fields).
-# Moved so far (s2s_ad/rules/arrays.py, elementwise.py): output ranks (Rule.rank),
-# shape kinds (Rule.shape: "same", "reduced", "from_shape"...; ranks.py), batching
-# kinds (Rule.batch: "reduction", "product" with Rule.batched...; batch.py), views
-# (Rule.view; the front end), new storage (Rule.fresh; widen.py), np.ndim's fold
-# (Rule.gives_rank), list displays (Rule.from_list), x * x (Rule.equal_operands),
-# constant fills and vector sums (Rule.fill, Rule.total; scalarize.py).
-PENDING = {
-"transforms/forward.py": set(),
-    "transforms/reverse": {"np.abs", "np.add", "np.asarray", "np.divide", "np.equal", "np.expand_dims", "np.floor_divide", "np.greater", "np.greater_equal", "np.less", "np.less_equal", "np.matmul", "np.mean", "np.mod", "np.multiply", "np.negative", "np.not_equal", "np.positive", "np.power", "np.ravel", "np.reshape", "np.square", "np.squeeze", "np.subtract", "np.sum", "np.transpose"},
-    "transforms/batch.py": set(),
-    "transforms/widen.py": set(),
-    "analyses/ranks.py": set(),
-    "transforms/scalarize.py": set(),
-    "transforms/mixed.py": set(),
-    "frontend/anf": set(),
-    "codegen/adjoints.py": {"np.asarray", "np.copy", "np.ravel", "np.reshape", "np.sum", "np.transpose"},
-}
-
+# Where the facts the transforms once kept by name now live (s2s_ad/rules/): output
+# ranks (Rule.rank), shape and batching kinds (Rule.shape, Rule.batch, Rule.batched),
+# views (Rule.view), new storage (Rule.fresh), np.ndim's fold (Rule.gives_rank), list
+# displays (Rule.from_list), x * x (Rule.equal_operands), fills and vector sums
+# (Rule.fill, Rule.total), and for reverse mode: scalar operations worth recomputing
+# (Rule.cheap), signed sums (Rule.signs: index offsets, increments, row sums), operands
+# read for their shape (Rule.shape_only), kept-axes and row-summed adjoints
+# (Rule.kept_vjp, Rule.row_sum_vjp).
 
 def _emitted(node, parents):
     parent = parents.get(node)
@@ -82,16 +70,9 @@ def named_primitives(filename):
 @pytest.mark.parametrize("filename", TRANSFORMS)
 def test_transforms_name_no_new_primitive(filename):
     found = named_primitives(filename)
-    extra = {n: lines for n, lines in found.items()
-             if n not in STRUCTURAL and n not in PENDING[filename]}
+    extra = {n: lines for n, lines in found.items() if n not in STRUCTURAL}
     assert not extra, (f"s2s_ad/{filename} names primitives {extra} (name: lines): put the "
                        f"fact in the rule's declaration (a Rule field) and read it from there")
-
-
-@pytest.mark.parametrize("filename", TRANSFORMS)
-def test_pending_list_only_shrinks(filename):
-    stale = PENDING[filename] - set(named_primitives(filename))
-    assert not stale, f"remove {sorted(stale)} from PENDING[{filename!r}]: no longer named there"
 
 
 def test_the_scan_sees_a_named_primitive(tmp_path):
@@ -112,6 +93,23 @@ def test_moved_ranks_are_declared():
         assert rules.RULES[name].rank is not None, name
     assert rules.RULES["np.matmul"].rank([2, 1], {}) == 1
     assert rules.RULES["np.dot"].rank([0, 2], {}) == 2
+
+
+def test_reverse_mode_facts_are_declared():
+    """The facts reverse mode reads name the rule's own operands, and are declared
+    where the peepholes rely on them."""
+    from s2s_ad.rules.registry import parse_template
+    for rule in rules.RULES.values():
+        assert not rule.signs or len(rule.signs) == len(rule.operands), rule.name
+        assert set(rule.shape_only) <= set(rule.diff_operands), rule.name
+        for templates in (rule.kept_vjp, rule.row_sum_vjp):
+            assert set(templates) <= set(rule.diff_operands), rule.name
+            for t in templates.values():
+                parse_template(t)
+    assert rules.RULES["np.subtract"].signs == (1, -1) and rules.RULES["np.add"].cheap
+    assert not rules.RULES["np.exp"].cheap and not rules.RULES["np.multiply"].signs
+    assert set(rules.RULES["np.mean"].kept_vjp) == {"a"} == set(rules.RULES["np.sum"].shape_only)
+    assert set(rules.RULES["np.matmul"].row_sum_vjp) == {"x1"}
 
 
 def test_declared_kinds_are_implemented():

@@ -19,7 +19,8 @@ X = RNG.uniform(0.2, 1.8, (3, 4))          # away from kinks and ties
 CASES = ["var_axis", "var_all", "std_keep", "var_method", "average_w", "average_plain",
          "ptp_axis", "nan_stats", "diff2", "diff_axis0", "logaddexps", "flips", "moves",
          "rot", "rolls", "stacks", "atleasts", "takes", "broadcasts", "special", "lse",
-         "xlogs", "elementwise"]
+         "xlogs", "elementwise", "convolutions", "correlations", "interpolations", "polynomials",
+         "vector_products", "math_reductions"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -44,7 +45,8 @@ def test_jvp(name):
     check_jvp(getattr(lib, name), (X,))
 
 
-FAMILY = ["var_axis", "nan_stats", "flips", "stacks", "lse", "elementwise", "takes"]
+FAMILY = ["var_axis", "nan_stats", "flips", "stacks", "lse", "elementwise", "takes",
+          "convolutions", "polynomials"]
 
 
 @pytest.mark.parametrize("method", ["loop", "vectorize"])
@@ -92,3 +94,13 @@ def test_unknown_keyword_names_the_numpy_function():
         ad.grad(lib.bad_kwarg)(X)
     assert e.value.filename.endswith("library_cases.py")
     assert "library/" not in str(e.value)
+
+
+@pytest.mark.slow
+def test_jit_of_the_numeric_cases():
+    """np.convolve, np.correlate, np.polyval, np.vecdot/matvec/vecmat and math.fsum/
+    prod/dist under ad.jit, through one compiled gradient."""
+    loss = lib.numeric_cases
+    np.testing.assert_allclose(ad.jit(ad.grad(loss))(X), fd_jacobian(loss, X), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(ad.jit(loss)(X), loss(X), rtol=1e-12)

@@ -202,8 +202,8 @@ TERNARY_SHAPES = {"scalars": [(), (), ()], "vectors": [V, V, V], "mixed": [M, ()
 FLOAT32_SHAPE = {1: "vector", 2: "broadcast", 3: "broadcast"}
 MATH_NOT_BATCHED = {"math.floor", "math.ceil", "math.trunc", "math.isnan", "math.isinf",
                     "math.isfinite", "math.erf", "math.erfc", "math.degrees", "math.radians",
-                    "math.lgamma", "math.gamma", "math.copysign", "math.remainder",
-                    "math.ldexp"}  # no NumPy rule to batch them with
+                    "math.lgamma", "math.gamma", "math.copysign",
+                    "math.remainder"}  # no NumPy rule to batch them with
 
 
 def _domains(rule, params):
@@ -704,6 +704,8 @@ def _fft():
         P("np.conj", "of_fft", "x", "np.real(np.conj(np.fft.fft(x)) * x)", F(*M)),
         P("np.argpartition", "kth", "x", "np.take_along_axis(x, np.argpartition(x, 1, axis=0), "
           "0)[1]", F(*M)),
+        P("np.searchsorted", "v", "x", "x * np.searchsorted(np.array([-1.0, 0.0, 1.0]), x)",
+          F(*M)),
     ]
 
 

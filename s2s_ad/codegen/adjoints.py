@@ -8,6 +8,7 @@ generated code reads like hand-written code.
 import ast
 import copy
 
+from ..rules import RULES
 from . import printer as codegen
 from . import slice_adjoints
 
@@ -122,7 +123,7 @@ class Adjoints:
             self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
         elif inplace and not entry[1]:
             entry[1], entry[2] = True, frozenset()
-            self.w.node(assign(entry[0], call("np.copy", codegen.name(entry[0]))))
+            self.w.node(assign(entry[0], call(RULES["np.copy"].name, codegen.name(entry[0]))))
 
     def add_at(self, var, index, expr, scatter=False, view=False):
         """``bvar[index] += expr``; ``scatter`` when an index array may repeat;
@@ -177,9 +178,10 @@ def _signed(expr):
     return ast.Add(), expr
 
 
-# Helpers whose result may be their first argument (or a view of it).
-_MAY_RETURN_ARG = {"rt.unbroadcast", "rt.reshape_like", "rt.like", "rt.transpose_grad",
-                   "np.asarray", "np.ravel", "np.reshape", "np.transpose"}
+# Helpers whose result may be their first argument (or a view of it), and the
+# rules declared ``view`` (np.reshape), as templates spell them and as printed.
+_MAY_RETURN_ARG = {"rt.unbroadcast", "rt.reshape_like", "rt.like", "rt.transpose_grad"} | {
+    spelling for rule in RULES.values() if rule.view for spelling in (rule.name, rule.emit)}
 
 
 def _sources(expr):
@@ -240,8 +242,10 @@ def _num(e):
     return isinstance(e, ast.Constant) and type(e.value) in (int, float)
 
 
-#: Sums over axes: a negation inside commutes out, onto the smaller result.
-_REDUCING = {"rt.unbroadcast", "np.sum"}
+#: Sums over axes and the linear reductions (np.sum, np.mean): a negation inside
+#: commutes out, onto the smaller result.
+_REDUCING = {"rt.unbroadcast"} | {name for name, rule in RULES.items()
+                                  if rule.linear and rule.shape == "reduced"}
 
 
 def simplify(e):

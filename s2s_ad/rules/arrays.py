@@ -20,10 +20,12 @@ SAME = {"shape": "same", "batch": "same"}
 # -- reductions ----------------------------------------------------------
 linear("np.sum", np.sum, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.sum_grad(g, a, axis, keepdims)"}, emit="rt.sum", defaults=AXES,
-       methods=("sum",), shape="reduced", batch="reduction", total="elements")
+       methods=("sum",), shape="reduced", batch="reduction", total="elements",
+       shape_only=("a",), kept_vjp={"a": "rt.sum_grad_kept(g, a, axis, keepdims)"})
 linear("np.mean", np.mean, ("a", "axis", "keepdims"), ("a",),
        {"a": "rt.mean_grad(g, a, axis, keepdims)"}, emit="rt.mean", defaults=AXES,
-       methods=("mean",), **REDUCTION)
+       methods=("mean",), shape_only=("a",),
+       kept_vjp={"a": "rt.mean_grad_kept(g, a, axis, keepdims)"}, **REDUCTION)
 # Not linear: each is the sum over the reduced axes of its partials times
 # the tangent (the partials of max/min share the derivative among ties).
 nonlinear("np.prod", np.prod, ("a", "axis", "keepdims"), ("a",),
@@ -46,7 +48,8 @@ linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
        methods=("dot",), batch="product", batched=BDOT, total="products")
 linear("np.matmul", np.matmul, ("x1", "x2"), ("x1", "x2"),
        {"x1": "rt.matmul_grad_a(g, x1, x2)", "x2": "rt.matmul_grad_b(g, x1, x2)"},
-       emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL)
+       emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL,
+       row_sum_vjp={"x1": "rt.matmul(rt.sum(g, axis=0), np.transpose(x2))"})
 linear("np.inner", np.inner, ("a", "b"), ("a", "b"),
        {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner",
        batch="product", batched=BINNER, total="products")
@@ -72,7 +75,7 @@ linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
 linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True, **SAME)
 linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
        **SAME)
-linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same")
+linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same", cheap=True)
 
 
 def _concatenate_vjp(i, items, g, params, atom):
@@ -111,7 +114,7 @@ linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp}, s
 # The reverse transform accumulates ``g`` into the indexed part of the
 # operand's adjoint in place, so reading one element costs O(1).
 register(Rule(name="getitem", params=("x", "index"), operands=("x",),
-              vjp={"x": "rt.index_grad(g, x, index)"}, linear=True, emit="getitem"))
+              vjp={"x": "rt.index_grad(g, x, index)"}, linear=True, emit="getitem", cheap=True))
 
 # ``x[index] = value`` writes into x's storage; the reverse transform saves
 # the overwritten part when the adjoint needs it and restores it afterwards.
@@ -119,7 +122,7 @@ register(Rule(name="setitem", params=("x", "value", "index"), operands=("x", "va
               vjp={"x": "g", "value": "g"}, linear=True, emit="setitem", mutates=True))
 # Copies join values at the end of branches and loop bodies.
 register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, linear=True,
-              emit="identity", **SAME))
+              emit="identity", cheap=True, **SAME))
 
 # -- stop_gradient -----------------------------------------------------------
 register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,
@@ -145,8 +148,8 @@ nondiff("np.shape", np.shape, ("a",), batch="query_shape", metadata=True)
 nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim", shape="scalar",   # Numba has no np.ndim
         batch="query_ndim", gives_rank=True, metadata=True)
 nondiff("np.size", np.size, ("a",), shape="scalar", batch="query_size", metadata=True)
-nondiff("len", len, ("obj",), shape="scalar", batch="query_len", metadata=True)
-nondiff("int", int, ("x",), shape="scalar")
+nondiff("len", len, ("obj",), shape="scalar", batch="query_len", metadata=True, cheap=True)
+nondiff("int", int, ("x",), shape="scalar", cheap=True)
 nondiff("np.argmax", np.argmax, ("a", "axis"), defaults={"axis": None}, operands=("a",),
         methods=("argmax",), shape="reduced", batch="axis_required")
 nondiff("np.argmin", np.argmin, ("a", "axis"), defaults={"axis": None}, operands=("a",),

@@ -15,20 +15,22 @@ POS = "positive"     # sample inputs in (0.5, 2)
 UNIT = "unit"        # sample inputs in (-0.9, 0.9)
 
 # Operators share the rules of their NumPy functions.
-elementwise("np.add", np.add, ("x1", "x2"), {"x1": "1.0", "x2": "1.0"}, operator=ast.Add)
+elementwise("np.add", np.add, ("x1", "x2"), {"x1": "1.0", "x2": "1.0"}, operator=ast.Add,
+            cheap=True, signs=(1, 1))
 elementwise("np.subtract", np.subtract, ("x1", "x2"), {"x1": "1.0", "x2": "-1.0"},
-            operator=ast.Sub)
+            operator=ast.Sub, cheap=True, signs=(1, -1))
 elementwise("np.multiply", np.multiply, ("x1", "x2"), {"x1": "x2", "x2": "x1"},
-            operator=ast.Mult, equal_operands="np.square")   # one product g * 2x, not two
+            operator=ast.Mult, equal_operands="np.square",   # one product g * 2x, not two
+            cheap=True)
 elementwise("np.divide", np.divide, ("x1", "x2"), {"x1": "1.0 / x2", "x2": "-out / x2"},
-            operator=ast.Div, also=(np.true_divide,))
+            operator=ast.Div, also=(np.true_divide,), cheap=True)
 elementwise("np.power", np.power, ("x1", "x2"),
             {"x1": "x2 * x1 ** (x2 - 1)", "x2": "out * np.log(x1)"},
-            operator=ast.Pow, samples=POS)
-elementwise("np.negative", np.negative, ("x",), {"x": "-1.0"}, operator=ast.USub)
-elementwise("np.positive", np.positive, ("x",), {"x": "1.0"}, operator=ast.UAdd)
+            operator=ast.Pow, samples=POS, cheap=True)
+elementwise("np.negative", np.negative, ("x",), {"x": "-1.0"}, operator=ast.USub, cheap=True)
+elementwise("np.positive", np.positive, ("x",), {"x": "1.0"}, operator=ast.UAdd, cheap=True)
 elementwise("np.mod", np.mod, ("x1", "x2"), {"x1": "1.0", "x2": "-np.floor(x1 / x2)"},
-            operator=ast.Mod, samples=POS, also=(np.remainder,))
+            operator=ast.Mod, samples=POS, also=(np.remainder,), cheap=True)
 
 _UNARY = {
     "sin": ("np.cos(x)", None), "cos": ("-np.sin(x)", None),
@@ -51,13 +53,14 @@ _UNARY = {
 }
 for _fn, (_partial, _dom) in _UNARY.items():
     _obj = getattr(np, _fn)
-    elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom)
+    elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom,
+                cheap=_fn == "square")       # x * x
 # |x|: partial sign(x) for real x.  For complex x its cotangent is Re(g) conj(x) / |x|
 # (JAX's convention) and its tangent Re(conj(x) dx) / |x|, a real number: neither is
 # a partial times the other, so both are declared (runtime/fft.py).
 register(Rule(name="np.abs", params=("x",), operands=("x",), emit="np.abs",
               partials={"x": "np.sign(x)"}, vjp={"x": "rt.abs_vjp(g, x)"},
-              jvp={"x": "rt.abs_jvp(dx, x)"}), np.abs, methods=("__abs__",))
+              jvp={"x": "rt.abs_jvp(dx, x)"}, cheap=True), np.abs, methods=("__abs__",))
 
 elementwise("np.arctan2", np.arctan2, ("x1", "x2"),
             {"x1": "x2 / (x1 * x1 + x2 * x2)", "x2": "-x1 / (x1 * x1 + x2 * x2)"})
@@ -111,10 +114,10 @@ for _fn in ("floor", "ceil", "trunc", "isnan", "isinf", "isfinite"):
 _COMPARE = {"less": ast.Lt, "less_equal": ast.LtE, "greater": ast.Gt,
             "greater_equal": ast.GtE, "equal": ast.Eq, "not_equal": ast.NotEq}
 for _fn, _op in _COMPARE.items():
-    nondiff(f"np.{_fn}", getattr(np, _fn), ("x1", "x2"), operator=_op)
+    nondiff(f"np.{_fn}", getattr(np, _fn), ("x1", "x2"), operator=_op, cheap=True)
 for _fn in ("logical_and", "logical_or", "logical_xor"):
     nondiff(f"np.{_fn}", getattr(np, _fn), ("x1", "x2"))
-nondiff("np.floor_divide", np.floor_divide, ("x1", "x2"), operator=ast.FloorDiv)
-nondiff("and", None, ("x1", "x2"), operator=ast.And)
-nondiff("or", None, ("x1", "x2"), operator=ast.Or)
-nondiff("not", None, ("x",), operator=ast.Not)
+nondiff("np.floor_divide", np.floor_divide, ("x1", "x2"), operator=ast.FloorDiv, cheap=True)
+nondiff("and", None, ("x1", "x2"), operator=ast.And, cheap=True)
+nondiff("or", None, ("x1", "x2"), operator=ast.Or, cheap=True)
+nondiff("not", None, ("x",), operator=ast.Not, cheap=True)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import runtime as rt
 from .internal import INTERNAL
+from .linalg import batch_loop
 from .registry import _BY_OBJECT, RULES, Rule, elementwise, register
 from .scans import _scan_rank, batch_axis
 
@@ -55,6 +56,12 @@ _scatter(Rule(name="rt.put_grad", params=("c", "ind", "v", "mode"), operands=("c
 register(Rule(name="np.argpartition", params=("a", "kth", "axis"), operands=("a",),
               emit="rt.argpartition", defaults={"axis": -1}, nondiff=True, rank=_scan_rank,
               batch=batch_axis), np.argpartition)
+
+# np.searchsorted: where v's values go in the sorted a (an index: no derivative; np.interp
+# reads it, library/numeric.py).
+register(Rule(name="np.searchsorted", params=("a", "v", "side"), operands=("a", "v"),
+              emit="np.searchsorted", defaults={"side": "left"}, nondiff=True,
+              rank=lambda args, params: args[1], batch=batch_loop), np.searchsorted)
 
 # np.nonzero(a) / np.where(a): one index array per axis, each one primitive (no derivative;
 # usable inside differentiated code as an index).  np.nonzero: library/indexing.py.

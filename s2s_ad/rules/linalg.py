@@ -293,9 +293,19 @@ _decl("np.linalg.norm", la.norm, ("x", "ord", "axis", "keepdims"), ("x",),
 
 # -- linear ones ---------------------------------------------------------------------------
 
+def _cross_forms(args, kwargs):
+    """``np.cross`` along other axes (``axisa``... or ``axis``): the library's form."""
+    if len(args) > 2 or kwargs:
+        from .library import linalg as library_linalg
+        from .library.registry import helper
+        return helper(library_linalg.cross_axes)
+    return None
+
+
 def _linear(name, obj, params, operands, vjp, *, rank, emit=None, defaults=None,
-            batch=batch_loop):
-    rule = linear(name, obj, params, operands, vjp, emit=emit, defaults=defaults)
+            batch=batch_loop, methods=()):
+    rule = linear(name, obj, params, operands, vjp, emit=emit, defaults=defaults,
+                  methods=methods)
     rule.rank, rule.batch = rank, batch
     return rule
 
@@ -303,10 +313,10 @@ def _linear(name, obj, params, operands, vjp, *, rank, emit=None, defaults=None,
 _AXES2 = {"offset": 0, "axis1": 0, "axis2": 1}
 _linear("np.trace", np.trace, ("a", "offset", "axis1", "axis2"), ("a",),
         {"a": "rt.trace_grad(g, a, offset, axis1, axis2)"}, emit="rt.trace", defaults=_AXES2,
-        rank=_trace_rank)
+        rank=_trace_rank, methods=("trace",))
 _linear("np.diagonal", np.diagonal, ("a", "offset", "axis1", "axis2"), ("a",),
         {"a": "rt.diagonal_grad(g, a, offset, axis1, axis2)"}, emit="rt.diagonal",
-        defaults=_AXES2, rank=_diagonal_rank)
+        defaults=_AXES2, rank=_diagonal_rank, methods=("diagonal",))
 _linear("np.diag", np.diag, ("v", "k"), ("v",), {"v": "rt.diag_grad(g, v, k)"}, emit="rt.diag",
         defaults={"k": 0}, rank=_diag_rank)
 _linear("np.tril", np.tril, ("m", "k"), ("m",), {"m": "np.tril(g, k)"}, defaults={"k": 0},
@@ -318,7 +328,7 @@ _linear("np.kron", np.kron, ("a", "b"), ("a", "b"),
         rank=_kron_rank)
 _linear("np.cross", np.cross, ("a", "b"), ("a", "b"),
         {"a": "rt.cross_grad_a(g, a, b)", "b": "rt.cross_grad_b(g, a, b)"}, emit="rt.cross",
-        rank=_kron_rank)
+        rank=_kron_rank).forms = _cross_forms
 _linear("np.vdot", np.vdot, ("a", "b"), ("a", "b"),
         {"a": "rt.reshape_like(g * b, a)", "b": "rt.reshape_like(g * a, b)"}, emit="rt.vdot",
         rank=_scalar)

@@ -30,7 +30,7 @@ OPERATORS: dict = {}    # ast operator class -> canonical rule name
 # ``x.real``) and Python builtins that are spellings of a rule.
 ATTRIBUTES = {"T": "np.transpose", "shape": "np.shape", "ndim": "np.ndim", "size": "np.size",
               "dtype": "dtype"}
-BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum"}
+BUILTINS = {abs: "np.abs", max: "np.maximum", min: "np.minimum", pow: "np.power"}
 
 
 class Unvectorizable(Exception):
@@ -97,6 +97,17 @@ class Rule:
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
     forms: Any = None                 # (args, kwargs) -> a library function for that call form
+    cheap: bool = False               # about one instruction on numbers (x + y, x < y, x[i]): a
+                                      # loop's adjoint recomputes it rather than storing it
+    signs: tuple = ()                 # a signed sum of its operands: each one's sign
+                                      # (np.subtract: (1, -1)); i + k is an index offset
+    shape_only: tuple = ()            # operands its VJP reads for their shape alone (np.sum's a)
+    kept_vjp: dict = field(default_factory=dict)   # a reduction's cotangent templates with the
+                                      # reduced axes kept at length 1, for a caller that multiplies
+                                      # them into a full-size partial (rt.sum_grad_kept)
+    row_sum_vjp: dict = field(default_factory=dict)   # cotangent templates summed over the
+                                      # operand's rows, for an operand only that sum reaches
+                                      # (np.matmul's x1 = matrix + vector)
 
     def __post_init__(self):
         if self.shape is not None and self.shape not in SHAPES:
@@ -277,6 +288,9 @@ def bind(rule, args, kwargs, error):
     for p, a in zip(rule.params, args):
         bound[p] = a
     for k, v in kwargs.items():
+        if k == "out" and k not in rule.params:
+            raise error(f"{rule.name}(..., out=...) writes into an array, which is not "
+                        f"differentiated; assign the result instead (y = {rule.name}(...))")
         if k not in rule.params:
             raise error(f"{rule.name} got an unsupported keyword argument '{k}'")
         if k in bound:

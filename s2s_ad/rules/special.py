@@ -63,6 +63,9 @@ register(Rule(name="math.ldexp", params=("x", "i"), operands=("x", "i"),
 elementwise("np.fabs", np.fabs, ("x",), {"x": "np.sign(x)"})
 elementwise("np.fmod", np.fmod, ("x1", "x2"), {"x1": "1.0", "x2": "-np.trunc(x1 / x2)"},
             samples=POS)
+# x1 * 2**x2 for an integer exponent x2 (locally constant, as math.ldexp's i).
+elementwise("np.ldexp", np.ldexp, ("x1", "x2"), {"x1": "np.ldexp(1.0, x2)"},
+            piecewise=("x2",), samples={"x2": 3})
 elementwise("np.float_power", np.float_power, ("x1", "x2"),
             {"x1": "x2 * rt.float_power(x1, x2 - 1.0)", "x2": "out * np.log(x1)"},
             emit="rt.float_power", samples=POS)

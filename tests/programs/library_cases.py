@@ -1,6 +1,10 @@
 """User code calling NumPy/SciPy functions implemented in s2s_ad/rules/library/."""
+import math
+
 import numpy as np
 import scipy.special as sc
+
+XP = np.array([0.0, 0.9, 1.2])
 
 
 def var_axis(x):
@@ -100,6 +104,35 @@ def elementwise(x):
         np.fmin(x, 0.3) + np.copysign(x, x - 0.5) + np.heaviside(x - 0.1, 0.5)
 
 
+def convolutions(x):
+    return np.convolve(x[0], x[1, :3]) + \
+        np.pad(np.convolve(x[0], x[1, :3], mode="same") + np.convolve(x[1, :2], x[2], "same"),
+               1) + np.convolve(x[0], x[2, 1:], mode="valid")[0]
+
+
+def correlations(x):
+    return np.correlate(x[0], x[1, :3], "full")[:4] + np.correlate(x[0], x[1, :3]).sum() + \
+        np.correlate(x[1, :2], x[2], mode="same")
+
+
+def interpolations(x):
+    return np.interp(x[0] * 1.3 - 0.3, np.sort(x[1]), x[2]) + \
+        np.interp(1.0, XP, x[1, :3] * x[1, :3], left=0.0, right=-1.0) * x[0]
+
+
+def polynomials(x):
+    return np.polyval(x[0], x[1]) + np.polyval([1.0, -2.0, 0.5], x[2])
+
+
+def vector_products(x):
+    return np.vecdot(x, x[::-1]) + np.matvec(x[:, :3], x[0, 1:]) + np.vecmat(x[0, :3], x)[1:]
+
+
+def math_reductions(x):
+    return math.fsum(x[0]) * math.prod(x[1]) + math.dist(x[2], x[0]) + \
+        math.prod(x[0], start=2.0)
+
+
 def out_kwarg(x):
     y = np.zeros(4)
     return np.var(x, axis=0, out=y)
@@ -110,7 +143,7 @@ def bad_kwarg(x):
 
 
 def unsupported_call(x):
-    return np.sum(np.convolve(x, x).flat)
+    return np.sum(np.corrcoef(x, x).flat)
 
 
 def no_rule(x):
@@ -122,3 +155,11 @@ def jit_cases(x):
     return np.sum(np.sin(std_keep(x))) + np.sum(np.sin(nan_stats(x) * 1.1)) + \
         np.sum(np.sin(stacks(x) * 1.2)) + np.sum(np.sin(lse(x) * 1.3)) + \
         np.sum(np.sin(elementwise(x) * 1.4))
+
+
+def numeric_cases(x):
+    """Convolutions, polynomials, vector products and math reductions in one loss
+    (tests/test_library.py compiles it once)."""
+    return np.sum(np.sin(convolutions(x))) + np.sum(np.sin(correlations(x) * 1.1)) + \
+        np.sum(np.sin(polynomials(x) * 1.2)) + np.sum(np.sin(interpolations(x))) + np.sum(np.sin(vector_products(x) * 1.3)) + \
+        np.sin(math_reductions(x))

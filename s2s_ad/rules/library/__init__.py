@@ -17,8 +17,11 @@ tuples).  See docs/library.md.
 """
 from . import (  # noqa: E402,F401  (registers)
     blocks,
+    builtins,
     elementwise,
     indexing,
+    linalg,
+    numeric,
     shapes,
     sorting,
     special,

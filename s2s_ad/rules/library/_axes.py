@@ -70,10 +70,11 @@ def reduced_count_axes(axis, ndim):
 
 
 @static
-def expand_shape(ndim, axis):
-    """Axes to add to a 1-D array so it lies along ``axis`` of an ndim array."""
+def along_index(ndim, axis):
+    """The index that lays a 1-D array along ``axis`` of an ndim array
+    (``v[None, :, None]``: Numba's np.expand_dims takes one axis only)."""
     axis = normalize(axis, ndim)
-    return tuple(i for i in range(ndim) if i != axis)
+    return tuple(slice(None) if i == axis else None for i in range(ndim))
 
 
 @static

@@ -140,8 +140,10 @@ def _columns(tup):
 @implements(np.roll)
 def roll(a, shift, axis=None):
     """Two slices concatenated along ``axis`` (of the flattened array: None)."""
-    if axis is None:
-        result = np.reshape(np.roll(np.ravel(a), shift, 0), np.shape(a))
+    if axis is None:      # the new (contiguous) flat array reshaped: Numba reshapes no view
+        flat = np.ravel(a)
+        k = np.size(a) - shift % np.size(a)
+        result = np.reshape(np.concatenate((flat[k:], flat[:k])), np.shape(a))
     else:
         ax = normalize(axis, np.ndim(a))
         b = np.moveaxis(a, ax, 0)

@@ -1,7 +1,7 @@
 """Reductions and statistics written over ruled primitives."""
 import numpy as np
 
-from ._axes import axis_index, expand_shape, unsupported
+from ._axes import along_index, axis_index, unsupported
 from .registry import implements
 
 
@@ -34,7 +34,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         result = np.sum(a * w, axis=axis, keepdims=keepdims) / np.sum(
             w, axis=axis, keepdims=keepdims)
     else:
-        w = np.expand_dims(weights, expand_shape(np.ndim(a), axis))
+        w = weights[along_index(np.ndim(a), axis)]
         result = np.sum(a * w, axis=axis, keepdims=keepdims) / np.sum(
             w + np.zeros_like(a), axis=axis, keepdims=keepdims)
     return result

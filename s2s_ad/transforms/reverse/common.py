@@ -1,5 +1,5 @@
-"""Shared by the parts of reverse mode: which primitives are cheap to recompute
-or return views, and small helpers over statements and printed code.
+"""Shared by the parts of reverse mode: which primitives return views, and small
+helpers over statements and printed code.
 """
 import ast
 import textwrap
@@ -17,29 +17,12 @@ from ...ir import (
     blocks,
     walk,
 )
+from ...rules import RULES
 
-_CHEAP = {"np.add", "np.subtract", "np.multiply", "np.divide", "np.negative", "np.positive",
-          "np.power", "np.square", "np.abs", "np.mod", "np.floor_divide", "getitem", "copy",
-          "np.less", "np.less_equal", "np.greater", "np.greater_equal", "np.equal",
-          "np.not_equal", "and", "or", "not", "len", "int", "float"}
-
-
-#: Rules whose result may share memory with their first operand (a view or an alias).
-VIEWS = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
-         "np.expand_dims", "np.asarray", "copy", "stop_gradient"}
-
-
-#: Reductions whose adjoint template reads the operand ``a`` for its shape only.
-_SHAPE_ONLY = {"np.sum", "np.mean"}
-
-
-#: Their adjoints with the reduced axes kept at length 1 (see _kept_sums).
-_KEPT = {"np.sum": ast.parse("rt.sum_grad_kept(g, a, axis, keepdims)", mode="eval").body,
-         "np.mean": ast.parse("rt.mean_grad_kept(g, a, axis, keepdims)", mode="eval").body}
-
-
-#: Elementwise rules of two operands: a scalar operand leaves the array's shape.
-_SCALAR_BROADCAST = {"np.add", "np.subtract", "np.multiply", "np.divide"}
+#: Rules whose result may share memory with their first operand: those declared
+#: ``view`` (np.reshape), indexing, and the identities (a join copy, stop_gradient).
+VIEWS = frozenset({name for name, rule in RULES.items() if rule.view}
+                  | {"getitem", "copy", "stop_gradient"})
 
 
 def blocks_of(s):

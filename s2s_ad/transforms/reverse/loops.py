@@ -19,7 +19,7 @@ from ...ir import (
     var_names,
     walk,
 )
-from .common import _CHEAP, _targets, blocks_of
+from .common import _targets, blocks_of
 from .peepholes import _outside_loops
 from .stacks import _offset
 
@@ -83,15 +83,15 @@ class Loops:
             return {}
         offsets = {s.index: 0}
         for x in _outside_loops(s.body):
-            if isinstance(x, Prim) and len(x.targets) == 1 and x.rule.name in (
-                    "np.add", "np.subtract") and len(x.args) == 2:
-                a, b = x.args
-                sign = 1 if x.rule.name == "np.add" else -1
-                if a == Var(s.index) and isinstance(b, Const) and type(b.value) is int:
-                    offsets[x.targets[0]] = sign * b.value
-                elif sign == 1 and b == Var(s.index) and isinstance(a, Const) and \
+            if isinstance(x, Prim) and len(x.targets) == 1 and len(x.rule.signs) == 2 and \
+                    len(x.args) == 2:
+                (a, b), (sign_a, sign_b) = x.args, x.rule.signs
+                if sign_a == 1 and a == Var(s.index) and isinstance(b, Const) and \
+                        type(b.value) is int:
+                    offsets[x.targets[0]] = sign_b * b.value
+                elif sign_b == 1 and b == Var(s.index) and isinstance(a, Const) and \
                         type(a.value) is int:
-                    offsets[x.targets[0]] = a.value
+                    offsets[x.targets[0]] = sign_a * a.value
         uses = {}
         nested = {n for x in s.body if isinstance(x, (For, While)) for y in walk(blocks_of(x))
                   if isinstance(y, (Prim, Call)) for n in reads(y)}
@@ -204,7 +204,7 @@ class Loops:
         for x in body:
             view = self._slice_view(x)
             # Loop-carried names have two definitions: never recomputed.
-            if not view and not (isinstance(x, Prim) and x.rule.name in _CHEAP
+            if not view and not (isinstance(x, Prim) and x.rule.cheap
                                  and len(x.targets) == 1 and self.ranks.get(x.targets[0]) == 0
                                  and x.targets[0] not in self.carried):
                 continue

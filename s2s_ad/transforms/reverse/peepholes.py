@@ -18,7 +18,6 @@ from ...ir import (
     walk,
 )
 from ...rules.registry import parse_template
-from .common import _KEPT, _SCALAR_BROADCAST
 
 
 def _kept_sums(fn, known):
@@ -29,7 +28,7 @@ def _kept_sums(fn, known):
     into the partial, which has the full shape."""
     count = _use_counts(fn)
     summed = {s.args[0].name for s in walk(fn.body)
-              if isinstance(s, Prim) and s.rule.name in _KEPT and isinstance(s.args[0], Var)}
+              if isinstance(s, Prim) and s.rule.kept_vjp and isinstance(s.args[0], Var)}
     out = set()
     for s in walk(fn.body):
         partial = _unary_partial(s)
@@ -48,12 +47,13 @@ def _row_sums(fn, act, known):
     adjoint for them may sum its cotangent's rows first:
     ``sum_i (g @ B.T)[i] = (sum_i g[i]) @ B.T``."""
     count = _use_counts(fn)
-    left = {s.args[0].name for s in walk(fn.body)
-            if isinstance(s, Prim) and s.rule.name == "np.matmul" and len(s.args) == 2
-            and all(isinstance(a, Var) and known.get(a.name) == 2 for a in s.args)}
+    left = {a.name for s in walk(fn.body)
+            if isinstance(s, Prim) and s.rule.row_sum_vjp and len(s.args) == 2
+            and all(isinstance(a, Var) and known.get(a.name) == 2 for a in s.args)
+            for p, a in zip(s.rule.operands, s.args) if p in s.rule.row_sum_vjp}
     out = set()
     for s in walk(fn.body):
-        if isinstance(s, Prim) and s.rule.name in ("np.add", "np.subtract") and \
+        if isinstance(s, Prim) and s.rule.signs and \
                 len(s.targets) == 1 and all(isinstance(a, Var) for a in s.args):
             t = s.targets[0]
             ranks = [known.get(a.name) for a in s.args]
@@ -82,11 +82,11 @@ def _shifted_same_shape(fn, known, act):
 
     ``np.sum(a + trace)``'s adjoint then takes its shape from ``a``, and the
     gradient no longer computes the full-size ``a + trace``, whose only use
-    is the sum (see _SHAPE_ONLY in rev_prim).
+    is the sum (see Rule.shape_only in rev_prim).
     """
     out = {}
     for s in walk(fn.body):
-        if not (isinstance(s, Prim) and s.rule.name in _SCALAR_BROADCAST
+        if not (isinstance(s, Prim) and s.rule.elementwise and s.rule.broadcast
                 and len(s.targets) == 1 and len(s.args) == 2):
             continue
         rank = known.get(s.targets[0])
@@ -176,7 +176,7 @@ def _increments(fn):
                     break
                 if add.targets != [u.name]:
                     continue
-                if add.rule.name != "np.add" or counts.get(u.name) != 1:
+                if add.rule.signs != (1, 1) or counts.get(u.name) != 1:
                     break
                 t = next((a for a in add.args if isinstance(a, Var) and counts.get(a.name) == 1
                           and _reads_element(body[:j], a.name, x.name, st.params["index"])),

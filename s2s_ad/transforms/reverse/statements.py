@@ -23,8 +23,9 @@ from ...ir import (
     var_names,
     walk,
 )
+from ...rules import RULES
 from ...rules.registry import parse_template
-from .common import _KEPT, _SHAPE_ONLY, _scalar_code, blocks_of
+from .common import _scalar_code, blocks_of
 from .peepholes import _times_kept, _unary_partial
 
 
@@ -86,20 +87,18 @@ class Statements:
                             # a loop scales the partial's rows, in place when the
                             # partial is a new array.
                             template = _times_kept(parse_template(s.rule.partials[param]))
-                        if s.rule.name in _KEPT and arg.name in self.kept_sums:
+                        if param in s.rule.kept_vjp and arg.name in self.kept_sums:
                             # Its only use is the elementwise function that made
                             # the operand, whose adjoint multiplies it into a
                             # full-size partial: no full-size broadcast first.
-                            template = _KEPT[s.rule.name]
-                        if s.rule.name == "np.matmul" and param == "x1" and \
-                                arg.name in self.row_summed:
+                            template = parse_template(s.rule.kept_vjp[param])
+                        if param in s.rule.row_sum_vjp and arg.name in self.row_summed:
                             # Only the sum of its rows is read (the adjoint of
                             # adding a vector to it): sum the cotangent's rows
                             # first, a vector-matrix product instead of a
                             # matrix product.
-                            template = parse_template(
-                                "rt.matmul(rt.sum(g, axis=0), np.transpose(x2))")
-                        if s.rule.name in _SHAPE_ONLY and arg.name in self.same_shape:
+                            template = parse_template(s.rule.row_sum_vjp[param])
+                        if param in s.rule.shape_only and arg.name in self.same_shape:
                             # The reduction's adjoint reads its operand for the
                             # shape alone: the operand of the elementwise function
                             # that made it has that shape, and the adjoint of that
@@ -147,7 +146,7 @@ class Statements:
                 if rank_of(value, self.ranks) == 0 and written == 0:
                     contribution, fresh = part, True      # a scalar: a value, not a view
                 elif rank_of(value, self.ranks) == 0 and written is not None:
-                    contribution = call("np.sum", part)
+                    contribution = call(RULES["np.sum"].name, part)
                 else:
                     # The value's shape, from a view of that shape when there is one
                     # (see shape_only): the value itself is then not kept.
