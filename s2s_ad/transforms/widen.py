@@ -38,7 +38,8 @@ from ..rules.internal import INTERNAL
 _MARK = "__s2s_ad_comment__"
 #: Runtime calls that write into their first argument.
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad",
-                 "rt.add_into"}
+                 "rt.add_into", "rt.add_dot_grad_a", "rt.add_dot_grad_b",
+                 "rt.add_matmul_grad_a", "rt.add_matmul_grad_b"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 #: Calls that return a new array (element writes into it stay inside a function):
