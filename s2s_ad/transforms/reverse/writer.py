@@ -122,8 +122,9 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         saved = {s.args[0].name for s in walk(self.fn.body)
                  if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
         is_array = lambda n: (self.ranks.get(n) or 0) >= 1     # noqa: E731
+        counted = [k for k in self.counters if k in self._reversed_loops]
         return keep_values(body, values | saved | set(live_out), shapes, roots, is_array,
-                           self._call_defs(), [k for k in self.counters if k in self._reversed_loops])
+                           self._call_defs(), counted)
 
     def _adjoint_reads(self, ret):
         """Where the adjoint sweep just written reads arrays for their values
