@@ -169,6 +169,25 @@ def matrix_slice_rows(M, x):
     return y
 
 
+def scaled_products(A, B, x, alpha):
+    """alpha * A @ x + beta * B @ x: the scalings move onto the vectors."""
+    y = alpha * A @ x + 1.2 * B @ x
+    z = x @ (B * alpha) + (A / 3.0) @ y
+    return np.sum(y * z)
+
+
+def scaled_product_kept(A, x):
+    """The scaled matrix is read twice: it stays a matrix."""
+    S = 2.0 * A
+    return np.sum(np.tanh(S @ x)) + np.sum(S * S)
+
+
+def scaled_products_in_a_loop(A, x, c):
+    for t in range(3):
+        x = np.tanh(c * A @ x + 0.1)
+    return np.sum(x * x)
+
+
 def _r(rng, *shape):
     return rng.uniform(0.1, 1.0, size=shape)
 
@@ -189,6 +208,11 @@ CASES = {
     "heat_3d_sum": (heat_3d_sum, lambda r: (_r(r, 5, 4, 5), _r(r, 5, 4, 5)), (0, 1)),
     "read_through_an_earlier_view": (read_through_an_earlier_view, lambda r: (_r(r, 7),), 0),
     "shape_read_then_value_read": (shape_read_then_value_read, lambda r: (_r(r, 6),), 0),
+    "scaled_products": (scaled_products, lambda r: (_r(r, 4, 4), _r(r, 4, 4), _r(r, 4), 0.7),
+                        (0, 1, 2, 3)),
+    "scaled_product_kept": (scaled_product_kept, lambda r: (_r(r, 3, 4), _r(r, 4)), (0, 1)),
+    "scaled_products_in_a_loop": (scaled_products_in_a_loop,
+                                  lambda r: (_r(r, 4, 4), _r(r, 4), 0.8), (0, 1, 2)),
 }
 
 #: Vector outputs, for jacrev (vector-mode adjoint sweeps) and vjp.
