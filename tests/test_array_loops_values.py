@@ -10,6 +10,7 @@ vector-mode sweeps over in-place product adjoints, through the oracle.
   at once; ``rt.add_dot_grad_*`` / ``rt.add_matmul_grad_*`` write into their
   first argument, which must be widened like any other adjoint written in
   place (it was shared between the cotangents: wrong Jacobians).
+* ``alpha * A @ x`` scales the vector, not the matrix (``transforms/scalings.py``).
 """
 import pathlib
 
@@ -68,3 +69,19 @@ def test_jacrev_widens_in_place_product_adjoints(name):
     report = oracle.check(fn, args, "jacrev", argnums, name=name, only={"python", "jit"})
     assert not report.refusals and not report.skipped and report.checks >= 2, report
     assert not report.disagreements, "\n".join(map(str, report.disagreements))
+
+
+def test_a_scalar_factor_moves_onto_the_vector():
+    # alpha * A @ x, x @ (B * alpha), (A / 3.0) @ y: no scaled matrix
+    src = _source("scaled_products")
+    code = [ln.strip() for ln in src.splitlines() if not ln.lstrip().startswith("#")]
+    assert not any(ln.endswith(("alpha * A", "1.2 * B", "B * alpha", "A / 3.0")) for ln in code)
+    for product in ("rt.matmul(A, x)", "rt.matmul(B, x)", "rt.matmul(x, B)", "rt.matmul(A, y)"):
+        assert any(ln.endswith("= " + product) for ln in code), src
+    # the scaling's adjoints are vector-sized: bA comes from an unscaled product
+    assert not any(ln.startswith("bA = ") and ln.endswith("* alpha") for ln in code)
+
+
+def test_a_scaled_matrix_read_twice_stays_a_matrix():
+    src = _source("scaled_product_kept")
+    assert "S = 2.0 * A" in src and "rt.matmul(S, x)" in src
