@@ -85,3 +85,12 @@ def test_a_scalar_factor_moves_onto_the_vector():
 def test_a_scaled_matrix_read_twice_stays_a_matrix():
     src = _source("scaled_product_kept")
     assert "S = 2.0 * A" in src and "rt.matmul(S, x)" in src
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(al.SLOW_CASES))
+def test_slow_programs_agree_with_finite_differences(name):
+    fn, make, argnums = al.SLOW_CASES[name]
+    report = oracle.check(fn, make(np.random.default_rng(0)), "grad", argnums, name=name)
+    assert not report.refusals and report.checks >= 2, report
+    assert not report.disagreements, "\n".join(map(str, report.disagreements))

@@ -188,6 +188,20 @@ def scaled_products_in_a_loop(A, x, c):
     return np.sum(x * x)
 
 
+def flux_limited_diffusion(u, coeff):
+    """Horizontal diffusion of a 3-D field: a Laplacian of slices, fluxes
+    zeroed by np.where on their sign against the field's gradient."""
+    lap = 4.0 * u[1:-1, 1:-1, :] - (u[2:, 1:-1, :] + u[:-2, 1:-1, :]
+                                    + u[1:-1, 2:, :] + u[1:-1, :-2, :])
+    flx = lap[1:, 1:-1, :] - lap[:-1, 1:-1, :]
+    flx = np.where(flx * (u[2:-1, 2:-2, :] - u[1:-2, 2:-2, :]) > 0.0, 0.0, flx)
+    fly = lap[1:-1, 1:, :] - lap[1:-1, :-1, :]
+    fly = np.where(fly * (u[2:-2, 2:-1, :] - u[2:-2, 1:-2, :]) > 0.0, 0.0, fly)
+    out = u[2:-2, 2:-2, :] - coeff[2:-2, 2:-2, :] * (flx[1:, :, :] - flx[:-1, :, :]
+                                                     + fly[:, 1:, :] - fly[:, :-1, :])
+    return np.sum(out)
+
+
 def _r(rng, *shape):
     return rng.uniform(0.1, 1.0, size=shape)
 
@@ -213,6 +227,12 @@ CASES = {
     "scaled_product_kept": (scaled_product_kept, lambda r: (_r(r, 3, 4), _r(r, 4)), (0, 1)),
     "scaled_products_in_a_loop": (scaled_products_in_a_loop,
                                   lambda r: (_r(r, 4, 4), _r(r, 4), 0.8), (0, 1, 2)),
+}
+
+#: Slow to compile (3-D slices and np.where: about 30 s): the slow tier.
+SLOW_CASES = {
+    "flux_limited_diffusion": (flux_limited_diffusion,
+                               lambda r: (_r(r, 7, 8, 2), _r(r, 7, 8, 2)), (0, 1)),
 }
 
 #: Vector outputs, for jacrev (vector-mode adjoint sweeps) and vjp.
