@@ -14,6 +14,10 @@ its inputs copied first (so repeated calls see the same inputs):
   loss ``sum(cov * cov)``.
 - ``diagonal_loop``: ``trace += np.tanh(a[i, i])`` over the diagonal, then
   ``np.sum(a + trace)``.
+- ``heat_3d``: the seven-point 3-D heat stencil on a cube, in a time loop;
+  loss ``sum(A) + sum(B)``.
+- ``scaled_products``: ``alpha * A @ x + beta * B @ x``; loss its sum, the
+  gradient with respect to both matrices.
 
 Each hand-written gradient is checked against a closed form (tri_product,
 covariance_columns, diagonal_loop) or central differences along random
@@ -34,8 +38,9 @@ from . import core
 
 NAME = "array_loops"
 SIZES = {"full": {"tri": (50, 60), "j1": (400, 50), "j2": (60, 20), "cov": (200, 40),
-                  "diag": 300},
-         "tiny": {"tri": (6, 5), "j1": (12, 3), "j2": (6, 2), "cov": (8, 4), "diag": 5}}
+                  "diag": 300, "heat": (24, 10), "gemv": 400},
+         "tiny": {"tri": (6, 5), "j1": (12, 3), "j2": (6, 2), "cov": (8, 4), "diag": 5,
+                  "heat": (5, 2), "gemv": 6}}
 ALPHA, C1, C2 = 1.5, 0.33333, 0.2
 
 
@@ -84,6 +89,27 @@ def diagonal_loop(a):
     for i in range(a.shape[0]):
         trace += np.tanh(a[i, i])
     return np.sum(a + trace)
+
+
+def heat_3d(A, B, steps):
+    A = A.copy()
+    B = B.copy()
+    for t in range(steps):
+        B[1:-1, 1:-1, 1:-1] = (
+            0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
+            + 0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1])
+            + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
+            + A[1:-1, 1:-1, 1:-1])
+        A[1:-1, 1:-1, 1:-1] = (
+            0.125 * (B[2:, 1:-1, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[:-2, 1:-1, 1:-1])
+            + 0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1])
+            + 0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, :-2])
+            + B[1:-1, 1:-1, 1:-1])
+    return np.sum(A) + np.sum(B)
+
+
+def scaled_products(alpha, beta, A, B, x):
+    return np.sum(alpha * A @ x + beta * B @ x)
 
 
 # -- hand-written gradients (scalar Numba) -------------------------------------
@@ -189,6 +215,48 @@ def _diag_hand(a):
     return g
 
 
+@numba.njit
+def _heat_3d_hand(A, B, steps):
+    """The adjoint of the two linear sweeps, backwards in time: each interior
+    point's cotangent goes 0.25 to itself and 0.125 to its six neighbours."""
+    n0, n1, n2 = A.shape
+    gA = np.ones_like(A)
+    gB = np.ones_like(B)
+    g = np.zeros_like(A)
+    for t in range(steps):
+        for src, dst in ((gA, gB), (gB, gA)):
+            for i in range(1, n0 - 1):
+                for j in range(1, n1 - 1):
+                    for k in range(1, n2 - 1):
+                        g[i, j, k] = src[i, j, k]
+                        src[i, j, k] = 0.0
+            for i in range(1, n0 - 1):
+                for j in range(1, n1 - 1):
+                    for k in range(1, n2 - 1):
+                        c = 0.125 * g[i, j, k]
+                        dst[i, j, k] += 0.25 * g[i, j, k]
+                        dst[i - 1, j, k] += c
+                        dst[i + 1, j, k] += c
+                        dst[i, j - 1, k] += c
+                        dst[i, j + 1, k] += c
+                        dst[i, j, k - 1] += c
+                        dst[i, j, k + 1] += c
+    return gA, gB
+
+
+@numba.njit
+def _scaled_hand(alpha, beta, A, B, x):
+    """d/dA sum(alpha A x) = alpha 1 x^T; the same for B with beta."""
+    n, m = A.shape
+    gA = np.empty_like(A)
+    gB = np.empty_like(B)
+    for i in range(n):
+        for j in range(m):
+            gA[i, j] = alpha * x[j]
+            gB[i, j] = beta * x[j]
+    return gA, gB
+
+
 # -- oracles --------------------------------------------------------------------
 
 def _tri_closed(A, B):
@@ -207,6 +275,11 @@ def _cov_closed(X):
 
 def _diag_closed(a):
     return (np.ones_like(a) + np.diag(a.size * (1.0 - np.tanh(np.diag(a)) ** 2)),)
+
+
+def _scaled_closed(alpha, beta, A, B, x):
+    ones = np.ones(A.shape[0])
+    return alpha * np.outer(ones, x), beta * np.outer(ones, x)
 
 
 def _directional_fd(f, args, grads, argnums, seed=0):
@@ -323,9 +396,43 @@ def _jax_diag(args):
     return _jax_impl("jax", f, args, "lax.fori_loop over the diagonal", 0)
 
 
+def _jax_heat_3d(args):
+    jax, jnp, lax = core.load_jax()
+    steps = args[2]
+
+    def heat(S):
+        c = S[1:-1, 1:-1, 1:-1]
+        return (0.125 * (S[2:, 1:-1, 1:-1] - 2.0 * c + S[:-2, 1:-1, 1:-1])
+                + 0.125 * (S[1:-1, 2:, 1:-1] - 2.0 * c + S[1:-1, :-2, 1:-1])
+                + 0.125 * (S[1:-1, 1:-1, 2:] - 2.0 * c + S[1:-1, 1:-1, :-2]) + c)
+
+    def f(A, B):
+        def body(t, AB):
+            A, B = AB
+            B = B.at[1:-1, 1:-1, 1:-1].set(heat(A))
+            A = A.at[1:-1, 1:-1, 1:-1].set(heat(B))
+            return A, B
+        A, B = lax.fori_loop(0, steps, body, (A, B))
+        return jnp.sum(A) + jnp.sum(B)
+    return _jax_impl("jax", f, args[:2], ".at[].set in lax.fori_loop", (0, 1))
+
+
+def _jax_scaled(args):
+    _, jnp, _ = core.load_jax()
+    return _jax_impl("jax", lambda alpha, beta, A, B, x: jnp.sum(alpha * A @ x + beta * B @ x),
+                     args, "the same expression", (2, 3))
+
+
+def _torch_scaled(args):
+    def f(torch, alpha, beta, A, B, x):
+        return torch.sum(alpha * A @ x + beta * B @ x)
+    return _torch_impl(f, args, (2, 3), "the same expression")
+
+
 def _torch_impl(fn, args, argnums, note):
     torch = core.load_torch()
-    tensors = [torch.from_numpy(a.copy()).requires_grad_() if k in argnums else a
+    tensors = [torch.from_numpy(a.copy()).requires_grad_() if k in argnums else
+               torch.from_numpy(a) if isinstance(a, np.ndarray) else a
                for k, a in enumerate(args)]
 
     def grad(*ts):
@@ -421,4 +528,20 @@ def build(size="full"):
         args, 0, diagonal_loop, _diag_hand,
         lambda a, g: core.compare(g, _diag_closed(*a)), "closed form",
         {"jax": _jax_diag, "torch": _torch_diag}))
+
+    n, steps = s["heat"]
+    args = (r(n, n, n), r(n, n, n), steps)
+    out.append(_workload(
+        "heat_3d", "3-D heat stencil in a time loop", f"{n}x{n}x{n}, {steps} steps",
+        args, (0, 1), heat_3d, _heat_3d_hand,
+        lambda a, g: _directional_fd(heat_3d, a, g, (0, 1)),
+        "central differences along 3 random directions", {"jax": _jax_heat_3d}))
+
+    n = s["gemv"]
+    args = (ALPHA, 1.2, r(n, n), r(n, n), r(n))
+    out.append(_workload(
+        "scaled_products", "alpha * A @ x + beta * B @ x, by both matrices", f"{n}x{n}",
+        args, (2, 3), scaled_products, _scaled_hand,
+        lambda a, g: core.compare(g, _scaled_closed(*a)), "closed form (outer products)",
+        {"jax": _jax_scaled, "torch": _torch_scaled}))
     return out

@@ -22,6 +22,7 @@ from .transforms import (
     mixed,
     nested_calls,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
     scalarize,
+    scalings,
     widen,
 )
 from .transforms.module import ModuleBuilder
@@ -83,9 +84,16 @@ def normalize(st):
         st.fn = custom.entry_function(st.program, fun, st.request.trees)
     else:
         st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request))
+        st.fn = scalings.move_scalings(st.fn, _leaf_ranks(st))
     st.module = ModuleBuilder(st.program)
     st.out_tree = st.fn.out_tree
     return _anf_text(st)
+
+
+def _leaf_ranks(st):
+    """The rank of each parameter leaf of ``st.fn`` per example, or Nones."""
+    n, ranks = len(st.fn.params), _example_ranks(st.request)
+    return list(ranks[:n]) if ranks and len(ranks) >= n else [None] * n
 
 
 def _example_ranks(req):

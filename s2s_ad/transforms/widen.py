@@ -41,7 +41,8 @@ from .widen_partials import _Partials, _PerRow, _scalar_index, _simple
 
 #: Runtime calls that write into their first argument.
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad",
-                 "rt.add_into"}
+                 "rt.add_into", "rt.add_dot_grad_a", "rt.add_dot_grad_b",
+                 "rt.add_matmul_grad_a", "rt.add_matmul_grad_b"}
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 #: Calls that return a new array (element writes into it stay inside a function):

@@ -116,3 +116,13 @@ def adjoint_reads(emitted, roots, view_bases, unplaced):
     root = lambda names: {roots.get(n, n) for n in names}      # noqa: E731
     placed = {k: root(value_reads(nodes, view_bases)) for k, nodes in emitted.items()}
     return placed, root(value_reads(unplaced, view_bases))
+
+
+def primal_reads(nodes, recomputed, view_bases, roots, reads_all):
+    """(values, shapes): the primal names the adjoint sweep ``nodes`` reads
+    for their values, and those among ``reads_all`` (everything it reads) it
+    reads for their shapes alone; see ``analyses.shape_live``.  A recomputed
+    view read for its values makes the array it looks into a value read."""
+    read = value_reads(nodes, view_bases)
+    values = (read - recomputed) | {roots.get(n, n) for n in read & recomputed if n in roots}
+    return values, set(reads_all) - values

@@ -6,7 +6,8 @@ import ast
 
 from ...analyses import ranks
 from ...analyses.activity import analyse
-from ...analyses.dce import keep, reads
+from ...analyses.dce import reads
+from ...analyses.shape_live import keep_values
 from ...codegen import printer as codegen
 from ...codegen.adjoints import Adjoints, Subst, assign, call
 from ...ir import (
@@ -25,7 +26,7 @@ from .common import VIEWS, _targets
 from .functions import Functions
 from .loops import Loops
 from .peepholes import _increments, _kept_sums, _row_sums, _same_shape, _shifted_same_shape
-from .shape_only import adjoint_reads, shape_sources
+from .shape_only import adjoint_reads, primal_reads, shape_sources
 from .stacks import Stacks, _ForwardHooks
 from .statements import Statements
 
@@ -100,8 +101,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
             if stack in self.used and stack not in self.tops:
                 fwd.node(assign(stack, ast.List([], ast.Load())))
         body = [s for s in self.fn.body if not isinstance(s, Return)]
-        self.kept = keep(body, self._reads | set(live_out), self._call_defs(),
-                         [k for k in self.counters if k in self._reversed_loops])
+        self.kept = self._keep_primal(body, back.nodes + [ret], live_out)
         hooks = _ForwardHooks(self, self.kept)
         hooks.fuse_squares(self.fn.body, self._reads | set(live_out))
         self.kept = hooks.kept
@@ -109,6 +109,22 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         if fwd.lines and fwd.lines[-1] == "    " * fwd.indent + "pass":
             fwd.lines.pop()        # an empty primal sweep: the adjoint sweep follows it
         return fwd, back, ret
+
+    def _keep_primal(self, body, adjoint, live_out):
+        """The primal statements the adjoint sweep ``adjoint`` (printed nodes)
+        and ``live_out`` need: writes into an array the adjoint reads for its
+        shape alone are dropped (see analyses.shape_live)."""
+        roots = self._view_roots()
+        view_bases = {s.targets[0]: s.args[0].name for s in walk(self.fn.body)
+                      if isinstance(s, Prim) and s.rule.name == "getitem"
+                      and isinstance(s.args[0], Var)}
+        values, shapes = primal_reads(adjoint, self.recomputed, view_bases, roots, self._reads)
+        saved = {s.args[0].name for s in walk(self.fn.body)
+                 if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        is_array = lambda n: (self.ranks.get(n) or 0) >= 1     # noqa: E731
+        counted = [k for k in self.counters if k in self._reversed_loops]
+        return keep_values(body, values | saved | set(live_out), shapes, roots, is_array,
+                           self._call_defs(), counted)
 
     def _adjoint_reads(self, ret):
         """Where the adjoint sweep just written reads arrays for their values
