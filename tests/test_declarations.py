@@ -1,7 +1,7 @@
 """The declaration is the only place a primitive's facts live.
 
-The transforms (s2s_ad/transforms/forward.py, reverse/, batch.py, widen.py,
-analyses/ranks.py, scalarize.py, mixed.py, frontend/anf.py, codegen/adjoints.py) read a primitive's
+The transforms and analyses (every module of s2s_ad/transforms/ and
+s2s_ad/analyses/, s2s_ad/frontend/anf/, codegen/adjoints.py) read a primitive's
 facts from its :class:`s2s_ad.rules.Rule` (``rank``, ``batch``, ``vjp``,
 ``jvp``, ``linear``, ``mutates``...).  This test scans their source for
 string literals naming a rule (a key of ``rules.RULES``):
@@ -21,8 +21,8 @@ import pytest
 from s2s_ad import rules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "s2s_ad"
-TRANSFORMS = ("transforms/forward.py", "transforms/reverse", "transforms/batch.py", "transforms/widen.py", "analyses/ranks.py",
-              "transforms/scalarize.py", "transforms/mixed.py", "frontend/anf", "codegen/adjoints.py")
+# Every pass and analysis (a new module in these packages is scanned too).
+TRANSFORMS = ("transforms", "analyses", "frontend/anf", "codegen/adjoints.py")
 
 # Language plumbing the lowering itself creates, not NumPy functions a user
 # calls: indexing and index assignment, the join copy of branches and loops,
@@ -39,7 +39,9 @@ STRUCTURAL = {"getitem", "setitem", "copy", "dtype", "and", "or", "not", "len", 
 # (Rule.fill, Rule.total), and for reverse mode: scalar operations worth recomputing
 # (Rule.cheap), signed sums (Rule.signs: index offsets, increments, row sums), operands
 # read for their shape (Rule.shape_only), kept-axes and row-summed adjoints
-# (Rule.kept_vjp, Rule.row_sum_vjp).
+# (Rule.kept_vjp, Rule.row_sum_vjp); results shaped by their first operand alone
+# (Rule.shaped_by_first: shape-only liveness), contractions and scalings
+# (Rule.contraction, Rule.scales: moving a scalar factor onto a product's vector).
 
 def _emitted(node, parents):
     parent = parents.get(node)
@@ -110,6 +112,11 @@ def test_reverse_mode_facts_are_declared():
     assert not rules.RULES["np.exp"].cheap and not rules.RULES["np.multiply"].signs
     assert set(rules.RULES["np.mean"].kept_vjp) == {"a"} == set(rules.RULES["np.sum"].shape_only)
     assert set(rules.RULES["np.matmul"].row_sum_vjp) == {"x1"}
+    for rule in rules.RULES.values():
+        assert set(rule.scales) <= set(rule.diff_operands), rule.name
+        assert not rule.contraction or (rule.linear and len(rule.operands) == 2), rule.name
+    assert rules.RULES["np.divide"].scales == ("x1",) and rules.RULES["np.dot"].contraction
+    assert rules.RULES["np.reshape"].shaped_by_first and not rules.RULES["np.sin"].shaped_by_first
 
 
 def test_declared_kinds_are_implemented():

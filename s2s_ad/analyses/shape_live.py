@@ -19,18 +19,13 @@ Two sets of live names: ``values`` (their values are read) and ``shapes``
   (``is_array``) is kept whenever ``a`` is live at all;
 * any other statement is kept when a target is live; its operands' values
   become live, except that a view or copy (``x[i:]``, ``x.reshape(...)``,
-  ``np.copy(x)``) or a metadata read (``np.shape(x)``, ``len(x)``) needs
+  ``np.copy(x)``: ``Rule.shaped_by_first``) or a metadata read (``np.shape(x)``, ``len(x)``) needs
   only the shape of ``x`` when its own value is not needed (metadata reads:
   ever);
 * branch conditions and loop bounds are values.
 """
 from ..ir import Call, For, If, Prim, Return, Var, While, var_names
 from .dce import reads
-
-#: Rules whose result's shape is a function of the first operand's shape and
-#: of the other operands' values (views, aliases and copies).
-SHAPED_BY_FIRST = {"getitem", "np.reshape", "np.ravel", "np.transpose", "np.squeeze",
-                   "np.expand_dims", "np.asarray", "copy", "np.copy", "stop_gradient"}
 
 
 class _Live:
@@ -99,7 +94,7 @@ def _keep(body, live, ctx):
             kept.add(id(s))
             first = s.args[0] if isinstance(s, Prim) and s.args else None
             if isinstance(first, Var) and (s.rule.metadata or (
-                    s.rule.name in SHAPED_BY_FIRST and not names & live.values)):
+                    s.rule.shaped_by_first and not names & live.values)):
                 rest = set(var_names(list(s.args[1:]) + list(s.params.values())))
                 live.add_values(rest)
                 if first.name not in rest:

@@ -45,14 +45,14 @@ nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
        {"a": "rt.dot_grad_a(g, a, b)", "b": "rt.dot_grad_b(g, a, b)"}, emit="rt.dot",
-       methods=("dot",), batch="product", batched=BDOT, total="products")
+       methods=("dot",), batch="product", batched=BDOT, total="products", contraction=True)
 linear("np.matmul", np.matmul, ("x1", "x2"), ("x1", "x2"),
        {"x1": "rt.matmul_grad_a(g, x1, x2)", "x2": "rt.matmul_grad_b(g, x1, x2)"},
-       emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL,
+       emit="rt.matmul", operator=ast.MatMult, batch="product", batched=BMATMUL, contraction=True,
        row_sum_vjp={"x1": "rt.matmul(rt.sum(g, axis=0), np.transpose(x2))"})
 linear("np.inner", np.inner, ("a", "b"), ("a", "b"),
        {"a": "rt.inner_grad_a(g, a, b)", "b": "rt.inner_grad_b(g, a, b)"}, emit="rt.inner",
-       batch="product", batched=BINNER, total="products")
+       batch="product", batched=BINNER, total="products", contraction=True)
 linear("np.outer", np.outer, ("a", "b"), ("a", "b"),
        {"a": "rt.reshape_like(rt.dot(g, np.ravel(b)), a)",
         "b": "rt.reshape_like(rt.dot(np.ravel(a), g), b)"}, batch="product", batched=BOUTER)
@@ -60,21 +60,22 @@ linear("np.outer", np.outer, ("a", "b"), ("a", "b"),
 # -- shape operations --------------------------------------------------------
 _RESHAPE_BACK = {"a": "rt.reshape_like(g, a)"}
 linear("np.reshape", np.reshape, ("a", "shape"), ("a",), _RESHAPE_BACK, methods=("reshape",),
-       shape="reshaped", batch="reshape", view=True)
+       shape="reshaped", batch="reshape", view=True, shaped_by_first=True)
 linear("np.ravel", np.ravel, ("a",), ("a",), _RESHAPE_BACK, methods=("ravel", "flatten"),
-       batch="ravel", view=True)
+       batch="ravel", view=True, shaped_by_first=True)
 linear("np.squeeze", np.squeeze, ("a", "axis"), ("a",), _RESHAPE_BACK, emit="rt.squeeze",
        defaults={"axis": None}, methods=("squeeze",), batch="squeeze",
-       view=True)
+       view=True, shaped_by_first=True)
 linear("np.expand_dims", np.expand_dims, ("a", "axis"), ("a",), _RESHAPE_BACK,
-       batch="expand_dims", view=True)
+       batch="expand_dims", view=True, shaped_by_first=True)
 linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
        {"a": "rt.transpose_grad(g, axes)"}, defaults={"axes": None},
        methods=("transpose",), shape="permuted", batch="transpose",
-       view=True)
-linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True, **SAME)
+       view=True, shaped_by_first=True)
+linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True,
+       shaped_by_first=True, **SAME)
 linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
-       **SAME)
+       shaped_by_first=True, **SAME)
 linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same", cheap=True)
 
 
@@ -114,7 +115,8 @@ linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp}, s
 # The reverse transform accumulates ``g`` into the indexed part of the
 # operand's adjoint in place, so reading one element costs O(1).
 register(Rule(name="getitem", params=("x", "index"), operands=("x",),
-              vjp={"x": "rt.index_grad(g, x, index)"}, linear=True, emit="getitem", cheap=True))
+              vjp={"x": "rt.index_grad(g, x, index)"}, linear=True, emit="getitem", cheap=True,
+              shaped_by_first=True))
 
 # ``x[index] = value`` writes into x's storage; the reverse transform saves
 # the overwritten part when the adjoint needs it and restores it afterwards.
@@ -122,11 +124,11 @@ register(Rule(name="setitem", params=("x", "value", "index"), operands=("x", "va
               vjp={"x": "g", "value": "g"}, linear=True, emit="setitem", mutates=True))
 # Copies join values at the end of branches and loop bodies.
 register(Rule(name="copy", params=("x",), operands=("x",), vjp={"x": "g"}, linear=True,
-              emit="identity", cheap=True, **SAME))
+              emit="identity", cheap=True, shaped_by_first=True, **SAME))
 
 # -- stop_gradient -----------------------------------------------------------
 register(Rule(name="stop_gradient", params=("x",), operands=("x",), nondiff=True,
-              emit="identity", **SAME), _stop.stop_gradient)
+              emit="identity", shaped_by_first=True, **SAME), _stop.stop_gradient)
 
 # -- constructors and queries: zero derivative ----------------------------------
 _DTYPE = {"dtype": None}

@@ -21,9 +21,9 @@ elementwise("np.subtract", np.subtract, ("x1", "x2"), {"x1": "1.0", "x2": "-1.0"
             operator=ast.Sub, cheap=True, signs=(1, -1))
 elementwise("np.multiply", np.multiply, ("x1", "x2"), {"x1": "x2", "x2": "x1"},
             operator=ast.Mult, equal_operands="np.square",   # one product g * 2x, not two
-            cheap=True)
+            cheap=True, scales=("x1", "x2"))
 elementwise("np.divide", np.divide, ("x1", "x2"), {"x1": "1.0 / x2", "x2": "-out / x2"},
-            operator=ast.Div, also=(np.true_divide,), cheap=True)
+            operator=ast.Div, also=(np.true_divide,), cheap=True, scales=("x1",))
 elementwise("np.power", np.power, ("x1", "x2"),
             {"x1": "x2 * x1 ** (x2 - 1)", "x2": "out * np.log(x1)"},
             operator=ast.Pow, samples=POS, cheap=True)

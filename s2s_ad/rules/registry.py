@@ -108,6 +108,14 @@ class Rule:
     row_sum_vjp: dict = field(default_factory=dict)   # cotangent templates summed over the
                                       # operand's rows, for an operand only that sum reaches
                                       # (np.matmul's x1 = matrix + vector)
+    shaped_by_first: bool = False     # its result's shape follows its first operand's shape and
+                                      # the other operands' values, never the first one's values
+                                      # (views and copies: x[i:], np.reshape, np.copy)
+    contraction: bool = False         # a product linear in each operand separately, summing over
+                                      # an axis (np.matmul): a scalar factor of an operand is one
+                                      # of the result
+    scales: tuple = ()                # operands a scalar other operand multiplies or divides
+                                      # elementwise (np.multiply: x1 and x2; np.divide: x1)
 
     def __post_init__(self):
         if self.shape is not None and self.shape not in SHAPES:

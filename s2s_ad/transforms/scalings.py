@@ -22,15 +22,16 @@ from ..analyses.dce import read_counts
 from ..analyses.ranks import infer, rank_of
 from ..ir import Const, Prim, Rewriter, Var, walk
 
-_PRODUCTS = {"np.matmul", "np.dot"}
-#: (rule, position of the matrix): s * M, M * s, M / s.
-_SCALINGS = {("np.multiply", 0), ("np.multiply", 1), ("np.divide", 0)}
+
+def _is_product(s):
+    """A two-operand contraction (``Rule.contraction``: np.matmul, np.dot) with no options."""
+    return isinstance(s, Prim) and s.rule.contraction and len(s.args) == 2 and not s.params
 
 
 def move_scalings(fn, param_ranks=None):
     """``fn`` with scaled matrices in matrix-vector products rewritten (a new
     function; ``fn`` itself is left as it is), or ``fn`` when there are none."""
-    if not any(isinstance(s, Prim) and s.rule.name in _PRODUCTS for s in walk(fn.body)):
+    if not any(_is_product(s) for s in walk(fn.body)):
         return fn
     ranks = infer(fn, param_ranks or [None] * len(fn.params))
     mover = _Mover(ranks, read_counts(fn.body), fn.names)
@@ -66,8 +67,8 @@ class _Mover(Rewriter):
         if not (isinstance(s, Prim) and len(s.targets) == 1 and len(s.args) == 2
                 and not s.params):
             return None
-        for rule, m in _SCALINGS:
-            if s.rule.name == rule:
+        for m, operand in enumerate(s.rule.operands):
+            if operand in s.rule.scales:
                 matrix, scalar = s.args[m], s.args[1 - m]
                 if isinstance(matrix, Var) and rank_of(matrix, self.ranks) == 2 and (
                         isinstance(scalar, Const) and type(scalar.value) in (int, float)
@@ -85,8 +86,7 @@ class _Mover(Rewriter):
             return None
         for j in range(k + 1, len(body)):
             s = body[j]
-            if isinstance(s, Prim) and s.rule.name in _PRODUCTS and len(s.args) == 2 \
-                    and not s.params and t in [a.name for a in s.args if isinstance(a, Var)]:
+            if _is_product(s) and t in [a.name for a in s.args if isinstance(a, Var)]:
                 other = s.args[1] if s.args[0] == Var(t) else s.args[0]
                 if s.args[0] == s.args[1] or rank_of(other, self.ranks) != 1:
                     return None
