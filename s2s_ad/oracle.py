@@ -325,6 +325,8 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
             add(f"{transform}[no mixed mode]", "python",
                 lambda f, a: _without_mixed_mode(f, lambda: t(f, argnums)(*a)))
         add("jit", "numba", lambda f, a: ad.jit(t(f, argnums))(*a))
+        add("jit[numpy tier]", "python",
+            lambda f, a: _numpy_tier(lambda: ad.jit(t(f, argnums), compile="tiered")(*a)))
         add(f"{transform}(jit(f))", "numba", lambda f, a: t(ad.jit(f), argnums)(*a))
         if transform == "hessian":
             add("jacrev(jacrev)", "python",
@@ -333,10 +335,15 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
     if transform == "vjp":
         add("python", "python", lambda f, a, cot: _vjp(f, a, cot))
         add("vjp(jit(f))", "numba", lambda f, a, cot: _vjp(ad.jit(f), a, cot))
+        add("vjp(jit(f))[numpy tier]", "python",
+            lambda f, a, cot: _numpy_tier(lambda: _vjp(ad.jit(f, compile="tiered"), a, cot)))
         return out
     if transform == "jvp":
         add("python", "python", lambda f, a, t: ad.jvp(f, tuple(a), tuple(t)))
         add("jvp(jit(f))", "numba", lambda f, a, t: ad.jvp(ad.jit(f), tuple(a), tuple(t)))
+        add("jvp(jit(f))[numpy tier]", "python",
+            lambda f, a, t: _numpy_tier(lambda: ad.jvp(ad.jit(f, compile="tiered"), tuple(a),
+                                                       tuple(t))))
         return out
     if transform == "vmap_jvp":          # a transform of the batched function
         add("jvp(vmap)", "python",
@@ -355,6 +362,8 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
     add("jit(vmap[loop], parallel=True)", "numba",
         lambda f, a: ad.jit(ad.vmap(inner(f), axes, method="loop"), parallel=True)(*a))
     add("vmap(jit)", "numba", lambda f, a: ad.vmap(ad.jit(inner(f)), axes)(*a))
+    add("jit(vmap)[numpy tier]", "python",
+        lambda f, a: _numpy_tier(lambda: ad.jit(ad.vmap(inner(f), axes), compile="tiered")(*a)))
     if base == "primal":
         add("jit(vmap)", "numba", lambda f, a: ad.jit(ad.vmap(f, axes))(*a))
     if base in ("jacfwd", "jacrev"):
@@ -364,7 +373,20 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
         add(f"jit({base}(vmap))", "numba",
             lambda f, a: _diagonal(ad.jit(_tf(base)(ad.vmap(f, axes), argnums))(*a), a,
                                    argnums, axes))
+        add(f"jit({base}(vmap))[numpy tier]", "python",
+            lambda f, a: _diagonal(_numpy_tier(lambda: ad.jit(
+                _tf(base)(ad.vmap(f, axes), argnums), compile="tiered")(*a)), a, argnums, axes))
     return out
+
+
+def _numpy_tier(run):
+    """``run()`` as a tiered first call of ``ad.jit`` answers while Numba
+    compiles: the generated cpu-target module (small vectors split into
+    scalars, the runtime's transcendental helpers) run on plain NumPy;
+    nothing is compiled (see s2s_ad.backends.tiers.numpy_tier)."""
+    from .backends import tiers
+    with tiers.numpy_tier():
+        return run()
 
 
 class _NotApplicable(Exception):

@@ -56,6 +56,26 @@ def eager():
         _LOCAL.eager = before
 
 
+@contextlib.contextmanager
+def numpy_tier():
+    """Calls in this block answer as a tiered first call does while Numba
+    compiles -- from the NumPy module -- and compile nothing: the oracle's
+    witness of that answer (s2s_ad.oracle).  A build first called in the
+    block is put back as it was before the call at the block's end (its
+    next call chooses again); its other calls in the block answer from
+    NumPy too.  Compiled callers (``eager()`` inside the block) still wait
+    for compiled code.
+    """
+    before = getattr(_LOCAL, "numpy", None)
+    _LOCAL.numpy = touched = []
+    try:
+        yield
+    finally:
+        _LOCAL.numpy = before
+        for tier, st in touched:
+            tier.reset(st)
+
+
 class Tier:
     """How one build runs until its compiled code is ready; ``note`` says
     what was chosen (shown by ``ad.source``)."""
@@ -69,6 +89,7 @@ class Tier:
         self.note = ""
         self.error = None
         self.thread = None
+        self.numpy_only = False   # answering from NumPy under numpy_tier()
 
     def first_call(self, st, leaves):
         """Choose how this call (and the next ones) run; sets ``st.function``."""
@@ -79,8 +100,28 @@ class Tier:
             # Only now: a thread that sees ``started`` finds ``st.function`` set.
             self.started = True
 
+    @property
+    def deferred(self):
+        """Whether the first call answered from NumPy (compiled code comes
+        later, or, under numpy_tier(), not at all)."""
+        return self.thread is not None or self.numpy_only
+
+    def reset(self, st):
+        """Back to before the first call (the end of a numpy_tier() block)."""
+        with _STARTING:
+            st.function = getattr(st.compiled, st.entry)
+            self.started = self.numpy_only = False
+            self.note = ""
+
     def _start(self, st, leaves):
         dispatcher = getattr(st.compiled, st.entry)
+        touched = getattr(_LOCAL, "numpy", None)
+        if touched is not None and not getattr(_LOCAL, "eager", False):
+            st.function = getattr(self._numpy(st), st.entry)
+            self.numpy_only = True
+            self.note = "plain NumPy (the same module; numpy_tier(): nothing compiled)"
+            touched.append((self, st))
+            return
         try:
             sig = tuple(dispatcher.typeof_pyval(x) for x in leaves)
         except (ValueError, TypeError):          # Numba cannot type it: it says so on the call
@@ -99,9 +140,7 @@ class Tier:
             self.note = (f"{ready} on the first call (waited: the NumPy module would run the "
                          f"scalar loop at line {self.loop} in the interpreter)")
             return
-        numpy = st.alternative or backends.load(st.source, st.program.consts,
-                                                st.module.defined, st.entry, "python")
-        st.function = getattr(numpy, st.entry)
+        st.function = getattr(self._numpy(st), st.entry)
         self.note = (f"plain NumPy (the same module) while numba.njit "
                      f"{'loads its code from the disk cache' if cached else 'compiles'} in "
                      f"the background, then compiled code")
@@ -109,6 +148,12 @@ class Tier:
                                        name=f"s2s_ad compile {st.entry}")
         _RUNNING.add(self.thread)
         self.thread.start()
+
+    @staticmethod
+    def _numpy(st):
+        """The generated module (the cpu target's source) run as plain NumPy."""
+        return st.alternative or backends.load(st.source, st.program.consts,
+                                               st.module.defined, st.entry, "python")
 
     def _compile(self, st, dispatcher, sig):
         try:
@@ -139,6 +184,43 @@ class Tier:
         """Block until the background compile (if any) has finished."""
         if self.thread is not None:
             self.thread.join()
+
+
+def context():
+    """``"eager"`` inside :func:`eager`, ``"numpy"`` inside :func:`numpy_tier`
+    (and not eager), else None: how a first call here must run."""
+    if getattr(_LOCAL, "eager", False):
+        return "eager"
+    return "numpy" if getattr(_LOCAL, "numpy", None) is not None else None
+
+
+class Background:
+    """``work()`` in a background thread, under :func:`eager` (it builds
+    compiled code): the compile of something other than one generated
+    module, e.g. ``ad.jit(ad.vmap(f))``'s per-sample loop.  The same
+    guarantees as :class:`Tier`'s compile: not a daemon (a process ending
+    meanwhile waits, and the disk cache is filled), waited for by a fork,
+    its error kept (``error``) for the caller to raise."""
+
+    def __init__(self, name, work):
+        self.error = None
+        self.done = False
+        self.thread = threading.Thread(target=self._run, args=(work,), name=name)
+        _RUNNING.add(self.thread)
+        self.thread.start()
+
+    def _run(self, work):
+        try:
+            with eager():
+                work()
+        except BaseException as error:      # noqa: BLE001  (raised by the caller)
+            self.error = error
+        finally:
+            self.done = True
+            _RUNNING.discard(threading.current_thread())
+
+    def wait(self):
+        self.thread.join()
 
 
 _STARTING = threading.Lock()

@@ -83,6 +83,7 @@ def widen(lines, seeds, width, names, pure, ranks=None, after=()):
     except _Shared:
         return None
     body = _lanes(body, families, ranks or {}, names, set(after))
+    _fill_emptied(body)
     module = ast.fix_missing_locations(ast.Module(body, []))
     lines = _marks_to_comments(ast.unparse(module)).splitlines()
     dump.after("widen", lambda: "\n".join(lines))
@@ -630,6 +631,24 @@ def _roots(targets):
 def renamed(node, mapping):
     """A copy of ``node`` with names renamed by ``mapping``."""
     return Subst({k: codegen.name(v) for k, v in mapping.items()}).visit(copy.deepcopy(node))
+
+
+def _fill_emptied(body):
+    """``pass`` in each block left with comments only (a loop whose adjoint
+    statements all became shared partials no output reads): Python needs a
+    statement there."""
+    for node in ast.walk(ast.Module(body, [])):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(node, ast.Module) or not block or not all(
+                    _is_mark(s) for s in block):
+                continue
+            block.append(ast.Pass())
+
+
+def _is_mark(s):
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and \
+        isinstance(s.value.func, ast.Name) and s.value.func.id == _MARK
 
 
 def _comments_to_marks(lines):
