@@ -32,7 +32,7 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
     parallel = batched._parallel(size)
     key = (tuple(a is None for a in axes), tuple(map(_type_key, moved)), parallel)
     with _STARTING:
-        job = batched._tiered.get(key)
+        job = started = batched._tiered.get(key)
         if job is None and how != "numpy":       # numpy_tier(): nothing compiled
             sample = [np.array(x[:1]) if a is not None else np.copy(x)
                       if isinstance(x, np.ndarray) else x for x, a in zip(moved, axes)]
@@ -42,7 +42,7 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
             batched.tier_note = ("plain NumPy (vmap of the same transform on the NumPy "
                                  "backend) while numba.njit compiles the per-example function "
                                  "and this loop in the background, then the compiled loop")
-    if job is not None and job.done:
+    if started is not None and job.done:         # (the call starting it answers from NumPy)
         if job.error is not None:
             raise job.error
         return None
