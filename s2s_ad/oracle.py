@@ -20,7 +20,8 @@ independent *reference* and with the plain NumPy witness:
   block-diagonal results are checked to be block-diagonal; and what a tiered
   first call of ``ad.jit`` answers while Numba compiles (``jit[numpy
   tier]``, ``vjp(jit(f))[numpy tier]``, ``jvp(jit(f))[numpy tier]``,
-  ``jit(vmap)[numpy tier]``: the cpu-target module run on NumPy, nothing
+  ``jit(vmap)[numpy tier]``, ``jit(jacrev(vmap))[numpy tier]``...: the
+  cpu-target module run on NumPy, nothing
   compiled; family ``tier``).
 
 Tolerance (stated once, see :data:`FD_TOL` and :data:`WITNESS_TOL`): an
@@ -380,6 +381,9 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
         add(f"jit({base}(vmap))", "numba",
             lambda f, a: _diagonal(ad.jit(_tf(base)(ad.vmap(f, axes), argnums))(*a), a,
                                    argnums, axes))
+        add(f"jit({base}(vmap))[numpy tier]", "tier",
+            lambda f, a: _diagonal(_numpy_tier(lambda: ad.jit(
+                _tf(base)(ad.vmap(f, axes), argnums), compile="tiered")(*a)), a, argnums, axes))
     return out
 
 

@@ -45,6 +45,7 @@ sa = load_program(HERE / "programs" / "small_arrays.py")
 vp = load_program(HERE / "programs" / "vectorize_programs.py")
 nu = load_program(HERE / "programs" / "numpy_user_code.py")
 fh = load_program(HERE / "programs" / "first_hour.py")
+tf = load_program(HERE / "programs" / "tier_findings.py")
 
 SEED = 2026
 RANDOM_PROGRAMS = 150
@@ -293,6 +294,19 @@ def test_numpy_tier_finding_a_widened_loop_left_empty(folder):
                           families=("python", "tier"), seed=2)
     assert report.checks and not any(w == "jit[numpy tier]" for _, w, _ in report.refusals)
     _assert_clean(report)
+
+
+def test_numpy_tier_finding_arrays_a_loop_writes_into_and_jacobian_rows():
+    # ad.jit(ad.jacrev(f)) with more rows than one adjoint sweep carries: the
+    # sweeps after the first found the arrays each loop iteration had written
+    # into restored to their old values by the first (and the last
+    # iteration's values copied into the first's array), so every row after
+    # the first sweep was wrong -- compiled too (found by the fuzzer, seed 11,
+    # program 55, through jit(jacrev(vmap))).
+    x = np.linspace(-0.8, 0.9, 20)                 # 20 rows: two sweeps of 10
+    _assert_clean(oracle.check(tf.rows_of_arrays_written_in_a_loop, (x,), "jacrev", 0,
+                               name="rows_of_arrays_written_in_a_loop",
+                               families=("python", "tier")))
 
 
 def test_programs_are_deterministic():

@@ -92,6 +92,13 @@ class Functions:
         saved = self._saved_something(restored)
         for n in restored:      # the adjoint sweep writes old values back into these
             self._when(out, saved.get(n), assign(final[n], call("rt.snapshot", codegen.name(n))))
+        # An array a loop creates afresh in each iteration is kept on a stack:
+        # the values of each one, as the primal sweep left them.
+        kept = [(self.stacks[n, "stack"], self.names.fresh(f"{n.lstrip('_')}_values"))
+                for n in restored if self.stacks.get((n, "stack")) in stacks]
+        for stack, values in kept:
+            each = self.names.fresh("a")
+            out.line(f"{values} = [rt.snapshot({each}) for {each} in {stack}]")
         row = self.names.fresh("row")
         out.line(f"for {row} in range({count}):" if width == 1 else
                  f"for {row} in range(0, {count}, {width}):")
@@ -117,6 +124,10 @@ class Functions:
             for n in restored:
                 self._when(out, saved.get(n), ast.Expr(call(
                     "rt.copy_into", codegen.name(n), codegen.name(final[n]))), final)
+            for stack, values in kept:
+                k = self.names.fresh("k")
+                out.line(f"for {k} in range(len({final[stack]})):")
+                out.line(f"    rt.copy_into({final[stack]}[{k}], {values}[{k}])")
             out.indent -= 1
         out.lines.extend("    " * (2 if width > 1 else 1) + line if line.strip() else line
                          for line in sweep)
