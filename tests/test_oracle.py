@@ -309,6 +309,18 @@ def test_numpy_tier_finding_arrays_a_loop_writes_into_and_jacobian_rows():
                                families=("python", "tier")))
 
 
+def test_numpy_tier_finding_a_product_adjoint_added_in_place_in_a_widened_sweep():
+    # rt.add_matmul_grad_b(bK[b], ...) writes into its first argument; the
+    # widened sweep (several rows at once) did not know, so every row got
+    # the sum of all rows' K-gradients: off-diagonal blocks in the batch,
+    # compiled too (found by the fuzzer, seed 11, program 72).
+    x = np.array([[0.14, -1.67], [0.52, -0.32], [0.84, -0.84]])
+    K = np.random.default_rng(72).normal(size=(3, 2, 2))
+    _assert_clean(oracle.check(tf.quadratic_form, (x, K, np.array([0.5, -0.3, 0.9])),
+                               "vmap_jacrev", (0, 1, 2), (0, 0, 0), name="quadratic_form",
+                               families=("python", "tier")))
+
+
 def test_programs_are_deterministic():
     assert fuzz.Program(7, 3).source() == fuzz.Program(7, 3).source()
     assert fuzz.Program(7, 3).source() != fuzz.Program(7, 4).source()
