@@ -120,12 +120,11 @@ class Tier:
 
     def _start(self, st, leaves):
         dispatcher = getattr(st.compiled, st.entry)
-        touched = getattr(_LOCAL, "numpy", None)
-        if touched is not None and not getattr(_LOCAL, "eager", False):
+        if context() == "numpy":
             st.function = getattr(self._numpy(st), st.entry)
             self.numpy_only = True
             self.note = "plain NumPy (the same module; numpy_tier(): nothing compiled)"
-            touched.append((self, st))
+            _LOCAL.numpy.append((self, st))
             return
         try:
             sig = tuple(dispatcher.typeof_pyval(x) for x in leaves)
@@ -141,6 +140,7 @@ class Tier:
             self.note = (f"{ready} on the first call (waited: ad.precompile or a compiled "
                          f"caller)")
             return
+        seconds, why = 0.0, None      # no scalar loop: nothing to estimate
         if self.loop is not None:
             seconds, why = estimate(st, leaves)
             limit = NUMPY_LIMIT[cached]
@@ -151,8 +151,6 @@ class Tier:
                                 f"{_text(limit)} a tiered first call may take"
                                 if seconds is not None else "") + ")")
                 return
-        else:
-            seconds, why = 0.0, None
         st.function = getattr(self._numpy(st), st.entry)
         self.note = (f"plain NumPy (the same module) while numba.njit "
                      f"{'loads its code from the disk cache' if cached else 'compiles'} in "
