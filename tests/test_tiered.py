@@ -420,3 +420,18 @@ def test_the_next_process_starts_with_the_vmap_loop_compiled(tmp_path):
     theta, s = np.array([0.2, -0.2, 0.1]), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
     for got in (runs[0]["first"], second["first"], second["after"]):
         np.testing.assert_allclose(got, _td_grads(theta, s), rtol=1e-13)
+
+
+def test_the_background_compile_builds_the_code_the_next_call_runs():
+    # A strided shared argument and a Fortran-ordered batch: the one-example
+    # batch compiled in the background has the same array types.
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="tiered")
+    theta = np.linspace(0.1, 0.6, 6)[::2]
+    s = np.asfortranarray(np.linspace(-1.0, 1.0, 15).reshape(5, 3))
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    next(iter(f._tiered.values())).wait()
+    entry = _numba(f._per_example._last)
+    compiled = list(entry.signatures)
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    loop = next(iter(f._loops.values())).function
+    assert len(loop.signatures) == 1 and entry.signatures == compiled    # nothing new

@@ -34,8 +34,9 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
     with _STARTING:
         job = started = batched._tiered.get(key)
         if job is None and how != "numpy":       # numpy_tier(): nothing compiled
-            sample = [np.array(x[:1]) if a is not None else np.copy(x)
-                      if isinstance(x, np.ndarray) else x for x, a in zip(moved, axes)]
+            # The first example, as a view: the same array types as this
+            # call's, so the compiled code is the code the next call runs.
+            sample = [x[:1] if a is not None else x for x, a in zip(moved, axes)]
             job = batched._tiered[key] = tiers.Background(
                 f"s2s_ad compile vmap of {getattr(fun, '__qualname__', 'f')}",
                 lambda: batched._compiled((), sample, axes, 1, treedefs, parallel=parallel))
