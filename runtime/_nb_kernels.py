@@ -16,6 +16,8 @@ flags of later callers; these kernels are BLAS calls and elementwise products,
 which fastmath does not change.
 """
 
+import os
+
 import numba
 import numpy as np
 
@@ -71,3 +73,28 @@ def times_columns(g, p, out):
     for i in range(n):
         for j in range(m):
             out[i, j] = g[0, j] * p[i, j]
+
+
+def cache_files():
+    """The files of these kernels in Numba's disk cache (one ``.nbi`` index
+    per kernel, one ``.nbc`` file per compiled argument types; those of an
+    earlier version of this file too), wherever Numba keeps them:
+    ``__pycache__`` beside this file, or Numba's user-wide cache folder where
+    that is not writable.  ``s2s-ad cache info|clear`` counts and removes
+    them."""
+    folders = set()
+    for kernel in list(globals().values()):
+        try:
+            folders.add(kernel._cache._cache_path)
+        except AttributeError:         # not a cached kernel
+            continue
+    stem = os.path.splitext(os.path.basename(__file__))[0] + "."
+    out = []
+    for folder in sorted(folders):
+        try:
+            names = os.listdir(folder)
+        except OSError:                # nothing cached yet
+            continue
+        out += [os.path.join(folder, n) for n in sorted(names)
+                if n.startswith(stem) and n.endswith((".nbi", ".nbc"))]
+    return out

@@ -299,15 +299,19 @@ def cache_command(args):
     if args.action == "clear":
         done = ad.clear_cache()
         return (f"removed {done['files']} files ({_size_text(done['bytes'])}) from "
-                f"{done['path']}")
+                f"{done['path']}, and {done['kernel_files']} files "
+                f"({_size_text(done['kernel_bytes'])}) of the runtime's compiled kernels")
     info = ad.cache_info()
+    kernels = (f"runtime kernels: {info['kernels']} compiled entries "
+               f"({_size_text(info['kernel_bytes'])}"
+               + "".join(f", in {folder}" for folder in info["kernel_folders"]) + ")")
     if not info["exists"]:
-        return f"cache folder: {info['path']} (not created yet: empty)"
+        return f"cache folder: {info['path']} (not created yet: empty)\n{kernels}"
     return (f"cache folder: {info['path']}\n"
             f"generated modules: {info['modules']}\n"
             f"compiled functions: {info['functions']} ({info['compiled']} compiled entries, "
             f"one per function and argument types)\n"
-            f"size: {_size_text(info['bytes'])}")
+            f"size: {_size_text(info['bytes'])}\n{kernels}")
 
 
 def _size_text(n):

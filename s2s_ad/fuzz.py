@@ -192,8 +192,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first program")
     parser.add_argument("--out", default="fuzz_failures")
-    parser.add_argument("--witnesses", default="python,numba",
-                        help="comma-separated witness families (python, numba) or witness "
+    parser.add_argument("--witnesses", default="python,tier,numba",
+                        help="comma-separated witness families (python, tier, numba) or witness "
                              "names, e.g. 'python' for a quick run")
     parser.add_argument("--numba-every", type=int, default=1, metavar="K",
                         help="run the numba witnesses on every K-th program only (they "

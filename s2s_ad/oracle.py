@@ -17,7 +17,12 @@ independent *reference* and with the plain NumPy witness:
   inside ``vmap`` (``ad.jit(ad.vmap(ad.grad(f)))``,
   ``ad.vmap(ad.jit(ad.grad(f)))``); transforms of ``vmap``
   (``ad.jacrev(ad.vmap(f))``, ``ad.jvp(ad.vmap(f), ...)``), whose
-  block-diagonal results are checked to be block-diagonal.
+  block-diagonal results are checked to be block-diagonal; and what a tiered
+  first call of ``ad.jit`` answers while Numba compiles (``jit[numpy
+  tier]``, ``vjp(jit(f))[numpy tier]``, ``jvp(jit(f))[numpy tier]``,
+  ``jit(vmap)[numpy tier]``, ``jit(jacrev(vmap))[numpy tier]``...: the
+  cpu-target module run on NumPy, nothing
+  compiled; family ``tier``).
 
 Tolerance (stated once, see :data:`FD_TOL` and :data:`WITNESS_TOL`): an
 element ``a`` agrees with ``b`` when ``|a - b| <= atol * (1 + s) + rtol * |b|``
@@ -68,8 +73,11 @@ FD_STEP = 1e-5
 TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",
               "vmap", "vmap_grad", "vmap_value_and_grad", "vmap_jacfwd", "vmap_jacrev",
               "vmap_hessian", "vmap_jvp")
-#: Witness families: ``python`` ones are cheap; ``numba`` ones compile.
-FAMILIES = ("python", "numba")
+#: Witness families: ``python`` ones are cheap; ``tier`` ones (what a tiered
+#: first call of ``ad.jit`` answers while Numba compiles: the cpu-target module
+#: on NumPy) compile nothing but build the cpu target's code; ``numba`` ones
+#: compile.
+FAMILIES = ("python", "tier", "numba")
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
@@ -325,6 +333,8 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
             add(f"{transform}[no mixed mode]", "python",
                 lambda f, a: _without_mixed_mode(f, lambda: t(f, argnums)(*a)))
         add("jit", "numba", lambda f, a: ad.jit(t(f, argnums))(*a))
+        add("jit[numpy tier]", "tier",
+            lambda f, a: _numpy_tier(lambda: ad.jit(t(f, argnums), compile="tiered")(*a)))
         add(f"{transform}(jit(f))", "numba", lambda f, a: t(ad.jit(f), argnums)(*a))
         if transform == "hessian":
             add("jacrev(jacrev)", "python",
@@ -333,10 +343,15 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
     if transform == "vjp":
         add("python", "python", lambda f, a, cot: _vjp(f, a, cot))
         add("vjp(jit(f))", "numba", lambda f, a, cot: _vjp(ad.jit(f), a, cot))
+        add("vjp(jit(f))[numpy tier]", "tier",
+            lambda f, a, cot: _numpy_tier(lambda: _vjp(ad.jit(f, compile="tiered"), a, cot)))
         return out
     if transform == "jvp":
         add("python", "python", lambda f, a, t: ad.jvp(f, tuple(a), tuple(t)))
         add("jvp(jit(f))", "numba", lambda f, a, t: ad.jvp(ad.jit(f), tuple(a), tuple(t)))
+        add("jvp(jit(f))[numpy tier]", "tier",
+            lambda f, a, t: _numpy_tier(lambda: ad.jvp(ad.jit(f, compile="tiered"), tuple(a),
+                                                       tuple(t))))
         return out
     if transform == "vmap_jvp":          # a transform of the batched function
         add("jvp(vmap)", "python",
@@ -355,6 +370,8 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
     add("jit(vmap[loop], parallel=True)", "numba",
         lambda f, a: ad.jit(ad.vmap(inner(f), axes, method="loop"), parallel=True)(*a))
     add("vmap(jit)", "numba", lambda f, a: ad.vmap(ad.jit(inner(f)), axes)(*a))
+    add("jit(vmap)[numpy tier]", "tier",
+        lambda f, a: _numpy_tier(lambda: ad.jit(ad.vmap(inner(f), axes), compile="tiered")(*a)))
     if base == "primal":
         add("jit(vmap)", "numba", lambda f, a: ad.jit(ad.vmap(f, axes))(*a))
     if base in ("jacfwd", "jacrev"):
@@ -364,7 +381,20 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
         add(f"jit({base}(vmap))", "numba",
             lambda f, a: _diagonal(ad.jit(_tf(base)(ad.vmap(f, axes), argnums))(*a), a,
                                    argnums, axes))
+        add(f"jit({base}(vmap))[numpy tier]", "tier",
+            lambda f, a: _diagonal(_numpy_tier(lambda: ad.jit(
+                _tf(base)(ad.vmap(f, axes), argnums), compile="tiered")(*a)), a, argnums, axes))
     return out
+
+
+def _numpy_tier(run):
+    """``run()`` as a tiered first call of ``ad.jit`` answers while Numba
+    compiles: the generated cpu-target module (small vectors split into
+    scalars, the runtime's transcendental helpers) run on plain NumPy;
+    nothing is compiled (see s2s_ad.backends.tiers.numpy_tier)."""
+    from .backends import tiers
+    with tiers.numpy_tier():
+        return run()
 
 
 class _NotApplicable(Exception):
@@ -446,7 +476,7 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
     ``argnums`` as for ``ad.grad`` (an int or a tuple).  Batched transforms
     (``vmap``, ``vmap_grad``, ...) take batched ``args`` and ``in_axes`` (a
     tuple of 0 / None per argument).  ``families`` selects witness families
-    (``"python"``, ``"numba"``); ``only`` is an optional set of witness names;
+    (``"python"``, ``"tier"``, ``"numba"``); ``only`` is an optional set of witness names;
     ``extra_witnesses`` are more :class:`Witness` objects (a user's own lowering,
     or a deliberately wrong one to test the oracle itself).
     """

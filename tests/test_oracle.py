@@ -13,6 +13,10 @@ inside and outside ``vmap`` -- must agree with central finite differences
   ``programs/first_hour.py`` (comprehensions, local lambdas and defs, helpers
   writing in place, transforms inside transforms, keyword arguments, library
   and linalg functions);
+* the NumPy tier (what a tiered first call of ``ad.jit`` answers while Numba
+  compiles, witness family ``tier``): every program of the corpora through
+  three of its transforms (rotating, :data:`TIER_TRANSFORMS`), the benchmark
+  workloads through all three of theirs, each random program through one;
 * random programs from ``s2s_ad.fuzz``: ``RANDOM_PROGRAMS`` through the NumPy
   witnesses (three transforms each, rotating), and ``NUMBA_PROGRAMS``
   through every compiled witness of one transform each (rotating);
@@ -41,6 +45,7 @@ sa = load_program(HERE / "programs" / "small_arrays.py")
 vp = load_program(HERE / "programs" / "vectorize_programs.py")
 nu = load_program(HERE / "programs" / "numpy_user_code.py")
 fh = load_program(HERE / "programs" / "first_hour.py")
+tf = load_program(HERE / "programs" / "tier_findings.py")
 
 SEED = 2026
 RANDOM_PROGRAMS = 150
@@ -122,12 +127,27 @@ def test_corpus_python_witnesses(name):
     _check_python_witnesses(CORPUS, name)
 
 
+#: The transforms whose NumPy tier (what a tiered first call of ad.jit answers
+#: while Numba compiles; witness family "tier") each program is checked
+#: through: three per program, rotating, so that a corpus covers them all.
+TIER_TRANSFORMS = ("jacrev", "grad", "jvp", "vjp", "jacfwd", "vmap_grad", "hessian",
+                   "value_and_grad", "vmap_jacrev", "vmap")
+
+
+def _tier_transforms(index, count=3):
+    return {TIER_TRANSFORMS[(index + k) % len(TIER_TRANSFORMS)] for k in range(count)}
+
+
 def _check_python_witnesses(corpus, name):
     fn, make, argnums = corpus[name]
     args = make()
     batched, axes = _batched(args, argnums)
+    tier = _tier_transforms(3 * list(corpus).index(name))
     report = oracle.check_all(fn, args, argnums, axes, name=name, batched_args=batched,
-                              families=("python",))
+                              families=("python",),
+                              transforms=set(oracle.TRANSFORMS) - tier)
+    report.extend(oracle.check_all(fn, args, argnums, axes, name=name, batched_args=batched,
+                                   families=("python", "tier"), transforms=tier))
     _assert_clean(report)
 
 
@@ -196,7 +216,7 @@ def test_benchmark_workload(name):
     assert all(_is_plain(a) for a in args)
     batched, axes = _batched(args, argnums)
     report = oracle.check_all(work.primal, args, argnums, axes, name=name,
-                              batched_args=batched, families=("python",),
+                              batched_args=batched, families=("python", "tier"),
                               transforms=("grad", "jvp", "vmap_grad"))
     _assert_clean(report)
 
@@ -227,8 +247,11 @@ def _run_random(folder, index, families, transforms):
 @pytest.mark.parametrize("index", [pytest.param(i, marks=_marks("random", i), id=f"p{i}")
                                    for i in range(RANDOM_PROGRAMS)])
 def test_random_program_python_witnesses(folder, index):
-    transforms = {PY_TRANSFORMS[(index + k) % len(PY_TRANSFORMS)] for k in range(3)}
-    _assert_clean(_run_random(folder, index, ("python",), transforms))
+    """The NumPy witnesses of three transforms, one of them with its NumPy tier."""
+    transforms = [PY_TRANSFORMS[(index + k) % len(PY_TRANSFORMS)] for k in range(3)]
+    report = _run_random(folder, index, ("python",), set(transforms[1:]))
+    report.extend(_run_random(folder, index, ("python", "tier"), {transforms[0]}))
+    _assert_clean(report)
 
 
 @pytest.mark.slow
@@ -250,6 +273,52 @@ def test_pinned_finding(folder, index, entry, transform):
     _assert_clean(oracle.check(getattr(module, entry), args, transform, program.argnums,
                                program.in_axes, name=f"{program.name}.{entry}",
                                families=("python",), seed=index))
+
+
+def test_numpy_tier_finding_a_branch_local_array_in_jacobian_rows():
+    # ad.jit(ad.jacrev(f))'s rows function snapshotted an array that only one
+    # branch assigns: UnboundLocalError when run on NumPy (Numba read an
+    # undefined value, never used).
+    for name in ("first_hour.inplace_view", "first_hour.inplace_view'"):
+        fn, make, argnums = FIRST_HOUR[name]
+        _assert_clean(oracle.check(fn, make(), "jacrev", argnums, name=name,
+                                   families=("python", "tier")))
+
+
+def test_numpy_tier_finding_a_widened_loop_left_empty(folder):
+    # A widened adjoint sweep left a loop whose statements had all become
+    # unused shared partials with only comments in its body: IndentationError.
+    program = fuzz.Program(SEED, 2)
+    module, one, _ = fuzz.prepare(program, folder)
+    report = oracle.check(module.g, one, "jacrev", program.argnums, name=program.name,
+                          families=("python", "tier"), seed=2)
+    assert report.checks and not any(w == "jit[numpy tier]" for _, w, _ in report.refusals)
+    _assert_clean(report)
+
+
+def test_numpy_tier_finding_arrays_a_loop_writes_into_and_jacobian_rows():
+    # ad.jit(ad.jacrev(f)) with more rows than one adjoint sweep carries: the
+    # sweeps after the first found the arrays each loop iteration had written
+    # into restored to their old values by the first (and the last
+    # iteration's values copied into the first's array), so every row after
+    # the first sweep was wrong -- compiled too (found by the fuzzer, seed 11,
+    # program 55, through jit(jacrev(vmap))).
+    x = np.linspace(-0.8, 0.9, 20)                 # 20 rows: two sweeps of 10
+    _assert_clean(oracle.check(tf.rows_of_arrays_written_in_a_loop, (x,), "jacrev", 0,
+                               name="rows_of_arrays_written_in_a_loop",
+                               families=("python", "tier")))
+
+
+def test_numpy_tier_finding_a_product_adjoint_added_in_place_in_a_widened_sweep():
+    # rt.add_matmul_grad_b(bK[b], ...) writes into its first argument; the
+    # widened sweep (several rows at once) did not know, so every row got
+    # the sum of all rows' K-gradients: off-diagonal blocks in the batch,
+    # compiled too (found by the fuzzer, seed 11, program 72).
+    x = np.array([[0.14, -1.67], [0.52, -0.32], [0.84, -0.84]])
+    K = np.random.default_rng(72).normal(size=(3, 2, 2))
+    _assert_clean(oracle.check(tf.quadratic_form, (x, K, np.array([0.5, -0.3, 0.9])),
+                               "vmap_jacrev", (0, 1, 2), (0, 0, 0), name="quadratic_form",
+                               families=("python", "tier")))
 
 
 def test_programs_are_deterministic():

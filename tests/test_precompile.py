@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import s2s_ad as ad
+from s2s_ad import runtime
 from s2s_ad.cli import main, parse_type
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,37 +129,78 @@ def _fill(cache):
     return gen
 
 
-def test_cache_info_counts_modules_functions_and_compiled_entries(tmp_path, monkeypatch):
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    """The runtime kernels' Numba cache (runtime/_nb_kernels.py), played by a
+    folder of this test: clearing the real one would make the rest of the
+    suite compile the kernels again."""
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "_nb_kernels.dot-34.py311.nbi").write_bytes(b"i" * 10)
+    (folder / "_nb_kernels.dot-34.py311.1.nbc").write_bytes(b"c" * 50)
+    (folder / "_nb_kernels.dot-34.py311.2.nbc").write_bytes(b"c" * 50)
+    monkeypatch.setattr(runtime, "kernel_cache_files",
+                        lambda: sorted(str(p) for p in folder.iterdir()))
+    return folder
+
+
+def test_cache_info_counts_modules_functions_and_compiled_entries(tmp_path, monkeypatch,
+                                                                  kernels):
     monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
     assert ad.cache_info()["exists"] is False
     gen = _fill(tmp_path)
     info = ad.cache_info()
     assert info == {"path": str(gen), "exists": True, "modules": 1, "functions": 1,
-                    "compiled": 2, "bytes": len("def f(x):\n    return x\n") + 210}
+                    "compiled": 2, "bytes": len("def f(x):\n    return x\n") + 210,
+                    "kernels": 2, "kernel_bytes": 110, "kernel_folders": [str(kernels)]}
 
 
-def test_clear_cache_removes_only_the_caches_files(tmp_path, monkeypatch):
+def test_clear_cache_removes_only_the_caches_files(tmp_path, monkeypatch, kernels):
     monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
     gen = _fill(tmp_path)
+    (kernels / "other.nbi").write_bytes(b"not a kernel's")
+    monkeypatch.setattr(runtime, "kernel_cache_files",
+                        lambda: sorted(str(p) for p in kernels.iterdir()
+                                       if p.name.startswith("_nb_kernels.")))
     done = ad.clear_cache()
     assert done["files"] == 5 and done["path"] == str(gen)
+    assert done["kernel_files"] == 3 and done["kernel_bytes"] == 110
     assert sorted(p.name for p in gen.rglob("*")) == ["__pycache__", "notes.txt"]
-    assert ad.cache_info()["compiled"] == 0
+    assert sorted(p.name for p in kernels.iterdir()) == ["other.nbi"]
+    assert ad.cache_info()["compiled"] == 0 and ad.cache_info()["kernels"] == 0
     assert ad.clear_cache()["files"] == 0                  # clearing twice is harmless
 
 
-def test_cli_cache_info_and_clear(tmp_path, monkeypatch, capsys):
+def test_cli_cache_info_and_clear(tmp_path, monkeypatch, capsys, kernels):
     monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
     assert main(["cache", "info"]) == 0
-    assert "not created yet" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "not created yet" in out
+    assert f"runtime kernels: 2 compiled entries (110 bytes, in {kernels})" in out
     _fill(tmp_path)
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"cache folder: {tmp_path / 'generated'}" in out
     assert "generated modules: 1" in out and "2 compiled entries" in out
     assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out.startswith("removed 5 files")
+    out = capsys.readouterr().out
+    assert out.startswith("removed 5 files")
+    assert out.strip().endswith("and 3 files (110 bytes) of the runtime's compiled kernels")
     assert not list((tmp_path / "generated" / "__pycache__").iterdir())
+    assert not list(kernels.iterdir())
+
+
+def test_the_kernel_cache_files_are_numbas_entries_of_the_runtime_kernels():
+    from s2s_ad.runtime import _nb_kernels
+    g, p = np.ones((2, 3)), np.ones((2, 3))
+    _nb_kernels.multiply(g, p)                 # compiled, or loaded from Numba's cache
+    files = runtime.kernel_cache_files()
+    folder = _nb_kernels.multiply._cache._cache_path
+    index = _nb_kernels.multiply._cache._cache_file._index_name
+    assert os.path.join(folder, index) in files
+    assert any(f.startswith(os.path.join(folder, index[:-len(".nbi")] + ".")) and
+               f.endswith(".nbc") for f in files)
+    assert all(os.path.basename(f).startswith("_nb_kernels.") for f in files)
 
 
 # -- bad input --------------------------------------------------------------------------

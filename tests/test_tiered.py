@@ -144,15 +144,39 @@ def test_threads_calling_during_compilation_all_get_their_answer():
     np.testing.assert_allclose(g(X, W), loss_grad(X, W), rtol=1e-12)
 
 
-def test_a_scalar_loop_waits_for_the_compile():
+def test_a_long_scalar_loop_waits_for_the_compile():
+    n = 200_000              # about 1.2 s in the interpreter by estimate
     g = ad.jit(ad.grad(P.scalar_loop), compile="tiered")
-    got = g(0.3, 50)
+    got = g(0.3, n)
     st = g._last
     assert st.tier.thread is None and st.function is _numba(st)
-    k = np.arange(50)
-    assert got == pytest.approx(np.sum(np.cos(0.3 + k) * k / 50), rel=1e-12)
+    k = np.arange(n)
+    assert got == pytest.approx(np.sum(np.cos(0.3 + k) * k / n), rel=1e-9)
     text = ad.source(g)
-    assert "waited: the NumPy module would run the scalar loop at line" in text
+    assert "waited: the NumPy module would run the loop at line 23 200,000 times" in text
+
+
+def test_a_short_scalar_loop_answers_from_numpy_during_compilation():
+    g = ad.jit(ad.grad(P.scalar_loop), compile="tiered")
+    k = np.arange(50)
+    with global_compiler_lock:
+        got = g(0.3, 50)
+        st = g._last
+        assert st.tier.thread.is_alive() and st.function is not _numba(st)
+    assert got == pytest.approx(np.sum(np.cos(0.3 + k) * k / 50), rel=1e-12)
+    st.tier.wait()
+    assert g(0.3, 50) == pytest.approx(got, rel=1e-12)
+    assert g._last.function is _numba(st)
+    assert "(estimated for its loops: the loop at line 23 50 times, about" in ad.source(g)
+
+
+def test_a_scalar_loop_of_unknown_trip_count_waits():
+    g = ad.jit(ad.grad(P.value_bound), compile="tiered")
+    x = np.array([0.75, 2.0])
+    got = g(x)
+    np.testing.assert_allclose(got, [0.0, sum(range(7))], rtol=1e-12)
+    assert g._last.tier.thread is None
+    assert "the scalar loop at line 52 (its trip count is not known here)" in ad.source(g)
 
 
 def test_the_estimate_tells_scalar_loops_from_array_loops():
@@ -164,6 +188,27 @@ def test_the_estimate_tells_scalar_loops_from_array_loops():
     assert estimate(P.components, X, 3) is None                  # array work per iteration
     assert isinstance(estimate(P.loop_over_array, X), int)       # one element per iteration
     assert isinstance(estimate(P.scalar_loop, 0.3, 5), int)
+
+
+def _estimate(fn, *args):
+    g = ad.jit(ad.grad(fn), compile="tiered")
+    st = g.state((None,) * len(args), tuple(np.ndim(a) for a in args), ())
+    return tiers.estimate(st, list(args))
+
+
+def test_trip_counts_come_from_the_arguments():
+    # range(x.shape[0]) and range(n): each statement of the body per trip.
+    short, what = _estimate(P.loop_over_array, X)
+    assert what == "the loop at line 31 40 times"
+    long_, what = _estimate(P.loop_over_array, np.ones(4000))
+    assert what == "the loop at line 31 4,000 times"
+    assert long_ == pytest.approx(short * 100, rel=0.05)
+    seconds, what = _estimate(P.scalar_loop, 0.3, 10 ** 6)
+    assert what == "the loop at line 23 1,000,000 times"
+    assert seconds > tiers.NUMPY_LIMIT[False]
+    # A loop over array code with a shape-given bound; a value-given bound.
+    assert _estimate(P.components, X, 7)[1] == "the loop at line 39 7 times"
+    assert _estimate(P.value_bound, np.array([0.75, 2.0]))[0] is None
 
 
 def test_compile_mode_is_checked():
@@ -293,3 +338,100 @@ def test_repeat_calls_of_a_compiled_jacfwd_follow_new_values():
         got = jac(x)
         assert got.flags.c_contiguous
         np.testing.assert_allclose(got, np.diag(1 - np.tanh(x) ** 2), rtol=1e-13, atol=1e-15)
+
+
+# -- ad.jit(ad.vmap(...)): NumPy while the per-sample loop compiles --------------------
+
+def _td_grads(theta, s):
+    return (s @ theta)[:, None] * s
+
+
+def test_a_vmap_call_during_compilation_returns_the_right_answer():
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="tiered")
+    theta = np.array([0.2, -0.2, 0.1])
+    s = np.random.default_rng(2).normal(size=(6, 3))
+    with global_compiler_lock:                     # the background compile waits
+        first = f(theta, s)
+        (job,) = f._tiered.values()
+        assert job.thread.is_alive() and job.thread in tiers._RUNNING   # a fork waits
+        during = f(theta, 2.0 * s)
+        assert not f._plans                        # no compiled loop ran
+    np.testing.assert_allclose(first, _td_grads(theta, s), rtol=1e-13)
+    np.testing.assert_allclose(during, _td_grads(theta, 2.0 * s), rtol=1e-13)
+    job.wait()
+    assert job.error is None and not job.thread.is_alive()
+    after = f(theta, s)
+    assert f._plans                                # the compiled loop ran
+    eager = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="eager")
+    np.testing.assert_allclose(after, eager(theta, s), rtol=1e-13)
+    np.testing.assert_allclose(after, first, rtol=1e-13)
+    assert "while numba.njit compiles the per-example function and this loop" in ad.source(f)
+
+
+def test_a_failed_vmap_compile_raises_from_the_next_call(monkeypatch):
+    from s2s_ad.api import vmap_loop
+
+    def fail(t, args):
+        raise RuntimeError("the per-example compile failed")
+    monkeypatch.setattr(vmap_loop, "_compiled_entry", fail)
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="tiered")
+    theta, s = np.array([0.2, -0.2, 0.1]), np.ones((4, 3))
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    (job,) = f._tiered.values()
+    job.wait()
+    with pytest.raises(RuntimeError, match="the per-example compile failed"):
+        f(theta, s)
+
+
+VMAP_NEXT_PROCESS = """
+    import json, sys
+    import numpy as np
+    import compile_time as P
+    import s2s_ad as ad
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="tiered")
+    theta, s = np.array([0.2, -0.2, 0.1]), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    first = f(theta, s)
+    out = {"first": first.tolist()}
+    if sys.argv[1] == "wait":
+        next(iter(f._tiered.values())).wait()
+        out["after"] = f(theta, s).tolist()
+        loop = next(iter(f._loops.values())).function
+        st = f._per_example._last
+        entry = getattr(st.compiled, st.entry)
+        out["hits"] = [sum(d.stats.cache_hits.values()) for d in (loop, entry)]
+        out["misses"] = [sum(d.stats.cache_misses.values()) for d in (loop, entry)]
+    print(json.dumps(out))
+"""
+
+
+def test_the_next_process_starts_with_the_vmap_loop_compiled(tmp_path):
+    env = dict(os.environ, S2S_AD_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), str(PROGRAMS),
+                                                        os.environ.get("PYTHONPATH")])))
+    runs = []
+    for how in ("exit", "wait"):      # the first ends at once: its exit waits for the compile
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(VMAP_NEXT_PROCESS), how],
+                              env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    second = runs[1]
+    assert second["hits"] == [1, 1] and second["misses"] == [0, 0]
+    theta, s = np.array([0.2, -0.2, 0.1]), np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    for got in (runs[0]["first"], second["first"], second["after"]):
+        np.testing.assert_allclose(got, _td_grads(theta, s), rtol=1e-13)
+
+
+def test_the_background_compile_builds_the_code_the_next_call_runs():
+    # A strided shared argument and a Fortran-ordered batch: the one-example
+    # batch compiled in the background has the same array types.
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="tiered")
+    theta = np.linspace(0.1, 0.6, 6)[::2]
+    s = np.asfortranarray(np.linspace(-1.0, 1.0, 15).reshape(5, 3))
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    next(iter(f._tiered.values())).wait()
+    entry = _numba(f._per_example._last)
+    loop = next(iter(f._loops.values())).function    # (shared by the tests' builds)
+    compiled = [list(entry.signatures), list(loop.signatures)]
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    assert [entry.signatures, loop.signatures] == compiled         # nothing new compiled

@@ -162,7 +162,7 @@ def vjp(fun, *primals, has_aux=False):
         if st.tier is not None and not st.tier.started:
             st.tier.first_call(st, [*leaves, *ct_leaves])
         if st.alternative is not None and not st.execution and (
-                st.tier is None or st.tier.thread is None):
+                st.tier is None or not st.tier.deferred):
             _choose_execution(st, [*leaves, *ct_leaves])
         _, grads = st.function(*leaves, *ct_leaves)
         by_arg = dict(zip(argnums, grads))
@@ -442,7 +442,7 @@ class Transformed:
                 getattr(st.compiled, st.entry).py_func.__code__.co_argcount:
             st.tier.first_call(st, leaves)        # compiled, or NumPy while compiling
         if st.alternative is not None and not st.execution and \
-                self.kind not in _COTANGENT_KINDS and (st.tier is None or st.tier.thread is None):
+                self.kind not in _COTANGENT_KINDS and (st.tier is None or not st.tier.deferred):
             _choose_execution(st, leaves)
         self._last = st
         return st.function, leaves, treedefs

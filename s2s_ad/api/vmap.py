@@ -75,6 +75,9 @@ class Batched(Vectorized, Loop):
         self._per_example = None  # the transform the compiled loop calls (see _compiled)
         self._function = None     # see as_function
         self._plans = {}          # argument shapes and dtypes -> fastcall.LoopPlan
+        self._tiered = {}         # argument layout -> its loop's background compile
+        self._numpy = None        # the NumPy twin answering meanwhile (see vmap_tiered)
+        self.tier_note = ""
         self.source = None
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
@@ -122,6 +125,8 @@ class Batched(Vectorized, Loop):
                                    "call, for the argument layout it sees)\n")
             head = (f"# vmap (lowering: per-sample loop, compiled with Numba; in_axes="
                     f"{self.in_axes!r}, out_axes={self.out_axes!r}):\n")
+            if self.tier_note:
+                head = f"# First call (tiered execution): {self.tier_note}.\n" + head
             return head + loop + "\n# the function called once per example:\n" + inner
         if not self._choices and self.method is None:
             head = (f"# vmap (lowering chosen on the first call: vectorized by batching rules "

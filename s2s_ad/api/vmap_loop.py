@@ -21,6 +21,7 @@ from .vmap_common import (
     _raw_leaves,
     _rebuild_raw,
 )
+from .vmap_tiered import numpy_answer
 
 
 class _LoopBuilder:
@@ -87,10 +88,15 @@ class Loop:
         outs = [np.stack([np.asarray(ls[k]) for ls, _ in flat]) for k in range(len(flat[0][0]))]
         return outs, out_tree
 
-    def _compiled(self, args, moved, axes, size, treedefs):
-        """The per-sample loop as a Numba function around the compiled entry."""
+    def _compiled(self, args, moved, axes, size, treedefs, parallel=None):
+        """The per-sample loop as a Numba function around the compiled entry
+        (or, under tiered execution until it is compiled, the answer from
+        NumPy: see vmap_tiered)."""
         if size == 0:
             raise ValueError("vmap over an empty batch")
+        answer = numpy_answer(self, args, moved, axes, size, treedefs)
+        if answer is not None:
+            return answer
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
         t = self.fun
         if t.kind in ("grad", "value_and_grad", "vjp"):
@@ -109,7 +115,7 @@ class Loop:
         raw = entry(*leaves0)
         elements = _element_paths(t)
         raw_leaves, raw_paths = _raw_leaves(raw, elements=elements)
-        parallel = self._parallel(size)
+        parallel = self._parallel(size) if parallel is None else parallel
         key = (tuple(a is None for a in axes), tuple(map(_type_key, leaves0)),
                tuple(raw_paths), parallel)
         loop = self._loops.get(key)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import backends
+from .. import backends, runtime
 from ..ir import pytree
 from . import tiers
 
@@ -29,17 +29,23 @@ def cache_info():
     ``path`` (the folder), ``exists``, ``modules`` (generated module files),
     ``functions`` (compiled functions, Numba index files), ``compiled``
     (compiled entries: one per function and argument types) and ``bytes``
-    (their total size).  Nothing is created.
+    (their total size); and the runtime's cached kernels in Numba's cache
+    (runtime/_nb_kernels.py): ``kernels`` (compiled entries),
+    ``kernel_bytes`` and ``kernel_folders``.  Nothing is created.
     """
     path = backends.cache_path()
     info = {"path": str(path), "exists": path.is_dir(), "modules": 0, "functions": 0,
-            "compiled": 0, "bytes": 0}
+            "compiled": 0, "bytes": 0, "kernels": 0, "kernel_bytes": 0, "kernel_folders": []}
     for entry in _entries(path):
         kind = _kind(entry.name)
         if kind is None or kind == _TMP:
             continue
         info[{_MODULE: "modules", _INDEX: "functions", _CODE: "compiled"}[kind]] += 1
         info["bytes"] += _size(entry)
+    files = runtime.kernel_cache_files()
+    info["kernels"] = sum(f.endswith(_CODE) for f in files)
+    info["kernel_bytes"] = sum(_file_size(f) for f in files)
+    info["kernel_folders"] = sorted({os.path.dirname(f) for f in files})
     return info
 
 
@@ -50,7 +56,10 @@ def clear_cache():
     ``.nbi``/``.nbc`` files, leftover temporary files), never the folder
     itself or anything else in it.  Processes running now keep what they
     have loaded; a process that needs a removed entry compiles it again.
-    Returns ``{"path", "files", "bytes"}``: what was removed.
+    The runtime's cached kernels (runtime/_nb_kernels.py) are removed from
+    Numba's cache too; the next process that needs one compiles it again.
+    Returns ``{"path", "files", "bytes", "kernel_files", "kernel_bytes"}``:
+    what was removed.
     """
     path = backends.cache_path()
     _check_owner(path)
@@ -65,7 +74,23 @@ def clear_cache():
             continue
         removed["files"] += 1
         removed["bytes"] += size
+    removed["kernel_files"] = removed["kernel_bytes"] = 0
+    for file in runtime.kernel_cache_files():
+        size = _file_size(file)
+        try:
+            os.unlink(file)
+        except FileNotFoundError:
+            continue
+        removed["kernel_files"] += 1
+        removed["kernel_bytes"] += size
     return removed
+
+
+def _file_size(path):
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _entries(path):

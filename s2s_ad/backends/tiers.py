@@ -16,8 +16,11 @@ is not ready:
   code, first measuring which of the two is faster, as eager compilation
   does, see ``api._choose_execution``);
 * waits for the compile instead where the NumPy module would be much slower:
-  a function with a scalar loop (a loop whose body computes no array) runs
-  it element by element in the interpreter.
+  the loops' statements it would interpret are estimated from the call's
+  arguments (trip counts of ``range(n)``, ``range(len(x))``,
+  ``x.shape[0]``... where they are computable, see :func:`estimate`), and
+  the first call waits when that estimate exceeds :data:`NUMPY_LIMIT`
+  (or when a scalar loop's trip count cannot be computed).
 
 The compile runs in a thread of this process rather than a helper process:
 the generated module binds Python objects (closed-over arrays, the user's
@@ -35,8 +38,10 @@ import contextlib
 import os
 import threading
 
+import numpy as np
+
 from .. import backends
-from ..ir import Call, For, Prim, While, walk
+from ..ir import Call, Const, For, If, Prim, Var, While, var_names, walk
 
 MODES = ("tiered", "eager")
 DEFAULT = "tiered"          # of ad.jit without compile= and without $S2S_AD_COMPILE
@@ -56,6 +61,26 @@ def eager():
         _LOCAL.eager = before
 
 
+@contextlib.contextmanager
+def numpy_tier():
+    """Calls in this block answer as a tiered first call does while Numba
+    compiles -- from the NumPy module -- and compile nothing: the oracle's
+    witness of that answer (s2s_ad.oracle).  A build first called in the
+    block is put back as it was before the call at the block's end (its
+    next call chooses again); its other calls in the block answer from
+    NumPy too.  Compiled callers (``eager()`` inside the block) still wait
+    for compiled code.
+    """
+    before = getattr(_LOCAL, "numpy", None)
+    _LOCAL.numpy = touched = []
+    try:
+        yield
+    finally:
+        _LOCAL.numpy = before
+        for tier, st in touched:
+            tier.reset(st)
+
+
 class Tier:
     """How one build runs until its compiled code is ready; ``note`` says
     what was chosen (shown by ``ad.source``)."""
@@ -69,6 +94,7 @@ class Tier:
         self.note = ""
         self.error = None
         self.thread = None
+        self.numpy_only = False   # answering from NumPy under numpy_tier()
 
     def first_call(self, st, leaves):
         """Choose how this call (and the next ones) run; sets ``st.function``."""
@@ -79,8 +105,27 @@ class Tier:
             # Only now: a thread that sees ``started`` finds ``st.function`` set.
             self.started = True
 
+    @property
+    def deferred(self):
+        """Whether the first call answered from NumPy (compiled code comes
+        later, or, under numpy_tier(), not at all)."""
+        return self.thread is not None or self.numpy_only
+
+    def reset(self, st):
+        """Back to before the first call (the end of a numpy_tier() block)."""
+        with _STARTING:
+            st.function = getattr(st.compiled, st.entry)
+            self.started = self.numpy_only = False
+            self.note = ""
+
     def _start(self, st, leaves):
         dispatcher = getattr(st.compiled, st.entry)
+        if context() == "numpy":
+            st.function = getattr(self._numpy(st), st.entry)
+            self.numpy_only = True
+            self.note = "plain NumPy (the same module; numpy_tier(): nothing compiled)"
+            _LOCAL.numpy.append((self, st))
+            return
         try:
             sig = tuple(dispatcher.typeof_pyval(x) for x in leaves)
         except (ValueError, TypeError):          # Numba cannot type it: it says so on the call
@@ -95,20 +140,33 @@ class Tier:
             self.note = (f"{ready} on the first call (waited: ad.precompile or a compiled "
                          f"caller)")
             return
+        seconds, why = 0.0, None      # no scalar loop: nothing to estimate
         if self.loop is not None:
-            self.note = (f"{ready} on the first call (waited: the NumPy module would run the "
-                         f"scalar loop at line {self.loop} in the interpreter)")
-            return
-        numpy = st.alternative or backends.load(st.source, st.program.consts,
-                                                st.module.defined, st.entry, "python")
-        st.function = getattr(numpy, st.entry)
+            seconds, why = estimate(st, leaves)
+            limit = NUMPY_LIMIT[cached]
+            if seconds is None or seconds > limit:
+                self.note = (f"{ready} on the first call (waited: the NumPy module would run "
+                             f"{why} in the interpreter"
+                             + (f", about {_text(seconds)} by estimate, over the "
+                                f"{_text(limit)} a tiered first call may take"
+                                if seconds is not None else "") + ")")
+                return
+        st.function = getattr(self._numpy(st), st.entry)
         self.note = (f"plain NumPy (the same module) while numba.njit "
                      f"{'loads its code from the disk cache' if cached else 'compiles'} in "
-                     f"the background, then compiled code")
+                     f"the background, then compiled code"
+                     + (f" (estimated for its loops: {why}, about {_text(seconds)})"
+                        if why else ""))
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
                                        name=f"s2s_ad compile {st.entry}")
         _RUNNING.add(self.thread)
         self.thread.start()
+
+    @staticmethod
+    def _numpy(st):
+        """The generated module (the cpu target's source) run as plain NumPy."""
+        return st.alternative or backends.load(st.source, st.program.consts,
+                                               st.module.defined, st.entry, "python")
 
     def _compile(self, st, dispatcher, sig):
         try:
@@ -139,6 +197,43 @@ class Tier:
         """Block until the background compile (if any) has finished."""
         if self.thread is not None:
             self.thread.join()
+
+
+def context():
+    """``"eager"`` inside :func:`eager`, ``"numpy"`` inside :func:`numpy_tier`
+    (and not eager), else None: how a first call here must run."""
+    if getattr(_LOCAL, "eager", False):
+        return "eager"
+    return "numpy" if getattr(_LOCAL, "numpy", None) is not None else None
+
+
+class Background:
+    """``work()`` in a background thread, under :func:`eager` (it builds
+    compiled code): the compile of something other than one generated
+    module, e.g. ``ad.jit(ad.vmap(f))``'s per-sample loop.  The same
+    guarantees as :class:`Tier`'s compile: not a daemon (a process ending
+    meanwhile waits, and the disk cache is filled), waited for by a fork,
+    its error kept (``error``) for the caller to raise."""
+
+    def __init__(self, name, work):
+        self.error = None
+        self.done = False
+        self.thread = threading.Thread(target=self._run, args=(work,), name=name)
+        _RUNNING.add(self.thread)
+        self.thread.start()
+
+    def _run(self, work):
+        try:
+            with eager():
+                work()
+        except BaseException as error:      # noqa: BLE001  (raised by the caller)
+            self.error = error
+        finally:
+            self.done = True
+            _RUNNING.discard(threading.current_thread())
+
+    def wait(self):
+        self.thread.join()
 
 
 _STARTING = threading.Lock()
@@ -192,3 +287,156 @@ def _makes_array(s, known):
     if not isinstance(s, (Prim, Call)):
         return False
     return any((known.get(getattr(t, "name", t)) or 0) >= 1 for t in s.targets)
+
+
+# -- the estimate: how long the NumPy module would interpret its loops ------------------
+
+#: The longest a tiered first call may spend running the NumPy module, by
+#: estimate, instead of waiting for compiled code: a compile takes seconds
+#: (keyed False); loading compiled code from the disk cache a few tenths
+#: (keyed True).  Over the limit the first call waits.
+NUMPY_LIMIT = {False: 0.5, True: 0.1}
+#: Seconds per statement of the user's function run in the NumPy module
+#: (its statement and adjoint, generated): measured 0.07-0.8 us on scalar
+#: loops (rosen_loop, ode_rk4), taken at the high end.
+STATEMENT_SECONDS = 1e-6
+#: Trip count assumed for a ``while`` loop, and for a ``for`` loop over
+#: arrays whose bounds are not computable at the call (a scalar ``for`` loop
+#: with such bounds makes the first call wait).
+ASSUMED_TRIPS = 16
+
+
+def estimate(st, leaves):
+    """(seconds, what) the NumPy module of ``st`` would spend interpreting
+    the user's statements for arguments ``leaves``, or (None, what) when a
+    scalar loop's trip count cannot be computed; ``what`` describes the
+    costliest loop (its line and trip count).
+
+    Trip counts come from the loops' bounds, evaluated on the call's
+    arguments where they are computed from them by integer arithmetic,
+    ``len``, ``np.shape``/``.shape[k]``, ``np.size``, ``int``, ``min``/``max``
+    (constants included); statements are counted through branches (the
+    longer side) and called functions.
+    """
+    from ..analyses import ranks
+    fn = st.fn
+    names = list(var_names(fn.param_trees))
+    env = dict(zip(names, leaves)) if len(names) <= len(leaves) else {}
+    given = list(st.request.ranks[:len(fn.params)]) if st.request.ranks else []
+    given += [None] * (len(fn.params) - len(given))
+    try:
+        known = ranks.infer(fn, given)
+    except Exception:      # noqa: BLE001  (no ranks: every loop counts as scalar)
+        known = {}
+    counter = _Counter(known)
+    try:
+        count = counter.body(fn.body, env, 0)
+    except _Unknown as unknown:
+        return None, f"the scalar loop at line {unknown.line} (its trip count is not known here)"
+    line, trips = counter.longest
+    what = f"the loop at line {line} {trips:,} times" if line is not None else "its loops"
+    if counter.whiles:
+        what += f", counting {ASSUMED_TRIPS} iterations per while loop"
+    return count * STATEMENT_SECONDS, what
+
+
+class _Unknown(Exception):
+    def __init__(self, line):
+        super().__init__(line)
+        self.line = line
+
+
+class _Counter:
+    """Statements one run of a body executes (see :func:`estimate`)."""
+
+    def __init__(self, known):
+        self.known = known
+        self.longest = (None, 0)      # (line, trips) of the loop run most often
+        self.whiles = False           # a while loop counted (ASSUMED_TRIPS)
+
+    def body(self, stmts, env, depth):
+        total = 0
+        for s in stmts:
+            total += self.statement(s, env, depth)
+        return total
+
+    def statement(self, s, env, depth):
+        if isinstance(s, For):
+            trips = _trips(s, env)
+            if trips is None:
+                if not any(_makes_array(x, self.known) for x in walk(s.body)):
+                    raise _Unknown(_line(s))
+                trips = ASSUMED_TRIPS
+            return 1 + self._loop(s, trips, s.body, env, depth)
+        if isinstance(s, While):
+            self.whiles = True
+            return 1 + self._loop(s, ASSUMED_TRIPS, s.test + s.body, env, depth)
+        if isinstance(s, If):
+            return 1 + max(self.body(s.body, env, depth + 1), self.body(s.orelse, env, depth + 1))
+        if isinstance(s, Call):
+            # The callee's arguments are not evaluated: its loops' bounds are
+            # computable from constants only.
+            return 1 + (self.body(s.callee.body, {}, depth + 1) if depth < 16 else 0)
+        if isinstance(s, Prim) and depth == 0:
+            _evaluate(s, env)
+        return 1
+
+    def _loop(self, s, trips, stmts, env, depth):
+        trips = max(int(trips), 0)
+        if trips > self.longest[1]:
+            self.longest = (_line(s), trips)
+        return trips * self.body(stmts, env, depth + 1)
+
+
+def _line(s):
+    return s.loc.lineno if s.loc else "?"
+
+
+def _trips(s, env):
+    start, stop, step = (_value(a, env) for a in (s.start, s.stop, s.step))
+    if not all(isinstance(v, (int, np.integer)) for v in (start, stop, step)) or not step:
+        return None
+    return len(range(int(start), int(stop), int(step)))
+
+
+def _value(atom, env):
+    if isinstance(atom, Const):
+        return atom.value
+    if isinstance(atom, Var):
+        return env.get(atom.name)
+    return None
+
+
+_INTS = {"np.add": lambda a, b: a + b, "np.subtract": lambda a, b: a - b,
+         "np.multiply": lambda a, b: a * b, "np.floor_divide": lambda a, b: a // b,
+         "np.minimum": min, "np.maximum": max, "min": min, "max": max}
+
+
+def _evaluate(s, env):
+    """Bind the integer (or shape) a top-level statement computes, where it is
+    one of the few forms loop bounds are written with."""
+    name = s.rule.name
+    args = [_value(a, env) for a in s.args]
+    if any(a is None for a in args) or len(s.targets) != 1:
+        return
+    value = None
+    if name in ("np.shape", "len", "np.size") and len(args) == 1 and hasattr(args[0], "shape"):
+        a = args[0]
+        value = {"np.shape": np.shape, "len": len, "np.size": np.size}[name](a) \
+            if np.ndim(a) else None
+    elif name == "getitem" and isinstance(args[0], tuple):
+        index = _value(s.params.get("index"), env)
+        if isinstance(index, (int, np.integer)) and -len(args[0]) <= index < len(args[0]):
+            value = args[0][index]
+    elif name in ("copy", "int") and len(args) == 1 and isinstance(args[0], (int, np.integer)):
+        value = int(args[0])
+    elif name in _INTS and len(args) == 2 and all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        if name != "np.floor_divide" or args[1]:
+            value = _INTS[name](*args)
+    if value is not None:
+        env[s.targets[0]] = value
+
+
+def _text(seconds):
+    return f"{seconds * 1e3:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"

@@ -35,14 +35,15 @@ import copy
 from .. import rules
 from ..codegen import printer as codegen
 from ..codegen.adjoints import Subst
+from ..codegen.slice_adjoints import INTO
 from ..ir import dump
 from ..rules.internal import INTERNAL
 from .widen_partials import _Partials, _PerRow, _scalar_index, _simple
 
-#: Runtime calls that write into their first argument.
+#: Runtime calls that write into their first argument (the product adjoints
+#: that add into a slice in place, ``rt.add_matmul_grad_b(bK[b], ...)``, too).
 _WRITES_FIRST = {"rt.index_add", "rt.copy_into", "rt.set_row", "rt.add_minmax_grad",
-                 "rt.add_into", "rt.add_dot_grad_a", "rt.add_dot_grad_b",
-                 "rt.add_matmul_grad_a", "rt.add_matmul_grad_b"}
+                 "rt.add_into"} | set(INTO.values())
 _PURE_MODULES = ("rt.", "np.", "math.")
 _BUILTINS = {"float", "int", "bool", "len", "range", "abs", "min", "max"}
 #: Calls that return a new array (element writes into it stay inside a function):

@@ -44,3 +44,11 @@ def components(x, k):
 def tanh_vec(x):
     """Elementwise tanh: its Jacobian is diag(1 - tanh(x) ** 2)."""
     return np.tanh(x)
+
+
+def value_bound(x):
+    """A scalar loop whose trip count comes from a value, not a shape."""
+    total = 0.0
+    for k in range(int(x[0] * 10.0)):
+        total = total + x[1] * k
+    return total

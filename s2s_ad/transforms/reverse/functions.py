@@ -96,8 +96,16 @@ class Functions:
         final = {n: self.names.fresh(f"{n}_final") for n in rebound + stacks + restored}
         for n in rebound + stacks:
             out.node(assign(final[n], codegen.name(n)))
+        saved = self._saved_something(restored)
         for n in restored:      # the adjoint sweep writes old values back into these
-            out.node(assign(final[n], call("rt.snapshot", codegen.name(n))))
+            self._when(out, saved.get(n), assign(final[n], call("rt.snapshot", codegen.name(n))))
+        # An array a loop creates afresh in each iteration is kept on a stack:
+        # the values of each one, as the primal sweep left them.
+        kept = [(self.stacks[n, "stack"], self.names.fresh(f"{n.lstrip('_')}_values"))
+                for n in restored if self.stacks.get((n, "stack")) in stacks]
+        for stack, values in kept:
+            each = self.names.fresh("a")
+            out.line(f"{values} = [rt.snapshot({each}) for {each} in {stack}]")
         row = self.names.fresh("row")
         out.line(f"for {row} in range({count}):" if width == 1 else
                  f"for {row} in range(0, {count}, {width}):")
@@ -121,7 +129,12 @@ class Functions:
             out.line(f"if {row} > 0:")
             out.indent += 1
             for n in restored:
-                out.node(ast.Expr(call("rt.copy_into", codegen.name(n), codegen.name(final[n]))))
+                self._when(out, saved.get(n), ast.Expr(call(
+                    "rt.copy_into", codegen.name(n), codegen.name(final[n]))), final)
+            for stack, values in kept:
+                k = self.names.fresh("k")
+                out.line(f"for {k} in range(len({final[stack]})):")
+                out.line(f"    rt.copy_into({final[stack]}[{k}], {values}[{k}])")
             out.indent -= 1
         if width > 1:           # the widened sweep, a tree
             for node in sweep:
@@ -138,6 +151,36 @@ class Functions:
         out.node(ast.Return(ast.Tuple([captured, grads], ast.Load())))
         out.blank()
         return out.tree()
+
+    def _saved_something(self, restored):
+        """For each array in ``restored`` that only some paths of the primal
+        sweep define (in a branch, a loop): the stacks its overwritten
+        elements were saved on.  Non-empty ones mean it was defined (and the
+        adjoint sweep writes into it); otherwise the generated code must not
+        name it -- plain Python (the NumPy module run while Numba compiles)
+        raises UnboundLocalError where Numba would read an undefined value."""
+        everywhere = self._top_level_defs()
+        out = {}
+        for s in walk(self.fn.body):
+            if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves and \
+                    s.args[0].name in restored and s.args[0].name not in everywhere:
+                out.setdefault(s.args[0].name, []).append(self.saves[id(s)])
+        return out
+
+    def _when(self, out, stacks, node, final=None):
+        """``node``, under ``if <one of stacks is not empty>:`` when ``stacks``
+        is given (see _saved_something; ``final``: the names the row loop
+        keeps each stack's (or top's) value after the primal sweep in)."""
+        if not stacks:
+            out.node(node)
+            return
+        final = final or {}
+        tests = [f"{final.get(self.tops[s], self.tops[s])} > 0" if s in self.tops else
+                 f"len({final.get(s, s)}) > 0" for s in sorted(set(stacks))]
+        out.line(f"if {' or '.join(tests)}:")
+        out.indent += 1
+        out.node(node)
+        out.indent -= 1
 
     def write_split(self, fwd_name, bwd_name, cot_params, returns, seed_exprs):
         """The primal sweep and the adjoint sweep as two functions.

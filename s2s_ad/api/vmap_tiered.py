@@ -1,0 +1,61 @@
+"""Tiered execution of a compiled per-sample loop (``ad.jit(ad.vmap(f))``,
+``ad.jit(ad.vmap(ad.grad(f)))``, and the Jacobians built on one).
+
+The loop is a Numba function around the compiled per-example function; both
+take seconds to compile.  Under ``ad.jit(compile="tiered")`` (the default) a
+call whose loop is not compiled yet answers from NumPy -- ``vmap`` of the
+same transform on the NumPy backend (vectorised by batching rules where it
+can be, else a loop over the examples) -- while a background thread
+compiles the per-example function and the loop for this argument layout (by
+running them on a one-example batch); the first call after that runs the
+compiled loop.  The thread is a :class:`s2s_ad.backends.tiers.Background`:
+not a daemon, waited for by a fork, its error raised by the next call.
+"""
+import threading
+
+import numpy as np
+
+from ..backends import tiers
+from ..ir import pytree
+from .arguments import _type_key
+
+_STARTING = threading.Lock()
+
+
+def numpy_answer(batched, args, moved, axes, size, treedefs):
+    """``(result leaves, tree)`` from NumPy while the loop compiles, or None
+    when the compiled loop runs now (ready, or ``compile="eager"``)."""
+    fun = batched.fun
+    how = tiers.context()
+    if fun.options.get("compile") != "tiered" or how == "eager":
+        return None
+    parallel = batched._parallel(size)
+    key = (tuple(a is None for a in axes), tuple(map(_type_key, moved)), parallel)
+    with _STARTING:
+        job = started = batched._tiered.get(key)
+        if job is None and how != "numpy":       # numpy_tier(): nothing compiled
+            # The first example, as a view: the same array types as this
+            # call's, so the compiled code is the code the next call runs.
+            sample = [x[:1] if a is not None else x for x, a in zip(moved, axes)]
+            job = batched._tiered[key] = tiers.Background(
+                f"s2s_ad compile vmap of {getattr(fun, '__qualname__', 'f')}",
+                lambda: batched._compiled((), sample, axes, 1, treedefs, parallel=parallel))
+            batched.tier_note = ("plain NumPy (vmap of the same transform on the NumPy "
+                                 "backend) while numba.njit compiles the per-example function "
+                                 "and this loop in the background, then the compiled loop")
+    if started is not None and job.done:         # (the call starting it answers from NumPy)
+        if job.error is not None:
+            raise job.error
+        return None
+    result = _twin(batched)(*args)
+    leaves, tree = pytree.flatten(result)
+    return [np.asarray(x) for x in leaves], tree
+
+
+def _twin(batched):
+    """``vmap`` of the same transform on the NumPy backend, batch axis first
+    (the caller places it where ``out_axes`` says)."""
+    if batched._numpy is None:
+        batched._numpy = type(batched)(batched.fun.with_target("python", {}), batched.in_axes,
+                                       0, batched.method)
+    return batched._numpy
