@@ -24,8 +24,8 @@ for _name in ("_c", "_matrix", "_eye_like", "_cols", "_sym_lower", "_from_lower"
               "inv_grad", "inv_jvp", "det", "det_grad", "det_jvp", "slogdet_sign",
               "slogdet_logabsdet", "slogdet_grad", "slogdet_jvp", "cholesky", "cholesky_grad",
               "cholesky_jvp", "eigh_w", "eigh_v", "eigh_w_grad", "eigh_v_grad", "eigh_w_jvp",
-              "eigh_v_jvp", "pinv", "pinv_grad", "pinv_jvp", "vdot", "kron_grad_a",
-              "kron_grad_b", "_kron_blocks", "_logdet_factor", "inv_t"):
+              "eigh_v_jvp", "_pinv_cutoff", "_pinv_truncation", "pinv", "pinv_grad", "pinv_jvp",
+              "vdot", "kron_grad_a", "kron_grad_b", "_kron_blocks", "_logdet_factor", "inv_t"):
     register_jitable(getattr(linalg, _name))
 
 

@@ -66,6 +66,8 @@ from .linalg_matrix import (  # noqa: F401  (re-exported: rt.NAME and the Numba 
     _lt_times,
     _matrix,
     _phi,
+    _pinv_cutoff,
+    _pinv_truncation,
     _power_base,
     _powers,
     _qr_check,

@@ -262,24 +262,69 @@ def eigh_v_jvp(da, a):
     return v @ (_gaps(w) * (v.T @ _from_lower(da) @ v))
 
 
-def pinv(a):
+# np.linalg.pinv(a, rcond) is pinv(a_k), a_k the SVD of ``a`` truncated to
+# the k singular values above rcond * the largest (NumPy's cutoff; rcond=None
+# is max(m, n) * eps).  Where k is locally constant (the pseudo-inverse is not
+# differentiable where it changes), its derivative is the constant-rank
+# formula (Golub & Pereyra) at a_k in the direction d(a_k) = T(da): in the
+# bases of a's full SVD, T keeps the kept-kept block, zeroes the dropped-dropped
+# one, and mixes each kept p / dropped q pair as
+#     T(C)[p, q] = (s_p^2 C[p, q] + s_p s_q C[q, p]) / (s_p^2 - s_q^2)
+# (and [q, p] likewise).  T is its own adjoint, and the identity when no
+# singular value is dropped (full rank) or every dropped one is zero.
+
+def _pinv_cutoff(a, rcond):
+    """NumPy's relative cutoff of pinv's singular values."""
+    if rcond is None:
+        eps = 1.1920928955078125e-07 if a.itemsize == 4 else 2.220446049250313e-16
+        return max(a.shape[0], a.shape[1]) * eps
+    return rcond
+
+
+def pinv(a, rcond=None):
     _matrix(a)
-    return np.linalg.pinv(_c(a))
+    return np.linalg.pinv(_c(a), _pinv_cutoff(a, rcond))
 
 
-def pinv_grad(g, a, out):
-    """For full-rank a (the pseudo-inverse is not differentiable where the rank drops)."""
+def _pinv_truncation(h, a, rcond):
+    """T(h) (see above) for ``h`` a matrix shaped like ``a``."""
+    s = np.linalg.svd(_c(a), False)[1]
+    cut = _pinv_cutoff(a, rcond) * s[0] if s.shape[0] > 0 else 0.0
+    r = s.shape[0]
+    k = 0
+    while k < r and s[k] > cut:
+        k += 1
+    if k == r:
+        return h
+    u, _, vh = np.linalg.svd(_c(a), full_matrices=True)
+    c = u.T @ h @ vh.T
+    d = np.zeros_like(c)
+    d[:k, :] = c[:k, :]
+    d[:, :k] = c[:, :k]
+    for p in range(k):
+        for q in range(k, r):
+            den = s[p] * s[p] - s[q] * s[q]
+            w, x = s[p] * s[p] / den, s[p] * s[q] / den
+            d[p, q] = w * c[p, q] + x * c[q, p]
+            d[q, p] = w * c[q, p] + x * c[p, q]
+    return u @ d @ vh
+
+
+def pinv_grad(g, a, out, rcond=None):
+    """Where the number of kept singular values is locally constant (see above)."""
     m, n = a.shape
     p = out
-    return (-(p.T @ g @ p.T) + (_eye_like(m, a) - a @ p) @ g.T @ (p @ p.T)
-            + (p.T @ p) @ g.T @ (_eye_like(n, a) - p @ a))
+    h = (-(p.T @ g @ p.T) + (_eye_like(m, a) - a @ p) @ g.T @ (p @ p.T)
+         + (p.T @ p) @ g.T @ (_eye_like(n, a) - p @ a))
+    return _pinv_truncation(h, a, rcond)
 
 
-def pinv_jvp(da, a, out):
+def pinv_jvp(da, a, out, rcond=None):
     m, n = a.shape
     p = out
-    return (-(p @ da @ p) + (p @ p.T) @ da.T @ (_eye_like(m, a) - a @ p)
-            + (_eye_like(n, a) - p @ a) @ da.T @ (p.T @ p))
+    dk = _pinv_truncation(da, a, rcond)
+    return (-(p @ dk @ p) + (p @ p.T) @ dk.T @ (_eye_like(m, a) - a @ p)
+            + (_eye_like(n, a) - p @ a) @ dk.T @ (p.T @ p))
 
 
 def lstsq(a, b, rcond=None):

@@ -123,9 +123,9 @@ def _still_fails(program, d, keep, folder, serial):
         args = d.args
         if d.transform.startswith("vmap"):
             for example in oracle._examples(args, program.in_axes):
-                oracle._call_plain(fn, example)
+                oracle.call_plain(fn, example)
         else:
-            oracle._call_plain(fn, args)
+            oracle.call_plain(fn, args)
     except Exception:            # noqa: BLE001 -- the cut broke the program itself
         return False
     report = oracle.check(fn, d.args, d.transform, program.argnums, program.in_axes,

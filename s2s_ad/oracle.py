@@ -45,7 +45,6 @@ Example::
     for d in report.disagreements:
         print(d)
 """
-import copy
 import dataclasses
 import dis
 import inspect
@@ -57,17 +56,25 @@ import numpy as np
 
 import s2s_ad as ad
 
+from .oracle_reference import (  # noqa: F401  (FD_STEP: part of this module's surface)
+    FD_STEP,
+    FD_TOL,
+    Unsmooth,
+    call_plain,
+    compare,
+    leaves,
+    reference,
+    same,
+    snapshot,
+)
+
 __all__ = ["check", "check_all", "Report", "Disagreement", "Witness", "TRANSFORMS",
            "FD_TOL", "WITNESS_TOL", "is_documented_error", "witnesses_for"]
 
-#: (rtol, atol) of a witness against finite differences (float64, step 1e-5:
-#: truncation ~1e-10, cancellation ~1e-11 relative to the function's size).
-FD_TOL = (1e-5, 1e-6)
 #: (rtol, atol) of a witness against the NumPy witness: the same algebra in a
-#: different order, so only rounding separates them.
+#: different order, so only rounding separates them.  FD_TOL (against finite
+#: differences) and FD_STEP are stated with the reference, in oracle_reference.
 WITNESS_TOL = (1e-7, 1e-9)
-#: Finite-difference step (relative to max(1, |x_i|)) and its check step.
-FD_STEP = 1e-5
 
 #: Transforms of one function, and their batched forms.
 TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",
@@ -157,153 +164,6 @@ def is_documented_error(exc):
     # changed on disk since it was imported.
     op = next((i.opname for i in dis.get_instructions(code) if i.offset == tb.tb_lasti), "")
     return inside and op == "RAISE_VARARGS"
-
-
-# -- flattening and comparing -------------------------------------------------------
-
-
-def _leaves(x):
-    """Float leaves of a result (tuples, lists, dicts by sorted key), as arrays."""
-    if isinstance(x, (tuple, list)):
-        return [leaf for v in x for leaf in _leaves(v)]
-    if isinstance(x, dict):
-        return [leaf for k in sorted(x) for leaf in _leaves(x[k])]
-    if x is None:
-        return []
-    return [np.asarray(x, dtype=np.float64)]
-
-
-def _compare(got, want, tol):
-    """None, or (kind, index, got, want, detail) for the first differing element."""
-    g, w = _leaves(got), _leaves(want)
-    if len(g) != len(w):
-        return ("shape", None, None, None, f"{len(g)} result leaves, expected {len(w)}")
-    rtol, atol = tol
-    for k, (a, b) in enumerate(zip(g, w)):
-        if a.shape != b.shape:
-            return ("shape", None, None, None,
-                    f"leaf {k} has shape {a.shape}, expected {b.shape}")
-        scale = float(np.max(np.abs(b))) if b.size and np.all(np.isfinite(b)) else 0.0
-        bad = ~(np.abs(a - b) <= atol * (1.0 + scale) + rtol * np.abs(b))
-        bad &= ~((a == b) | (np.isnan(a) & np.isnan(b)))
-        if np.any(bad):
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            err = float(np.nanmax(np.abs(a - b)))
-            return ("value", (k, idx), float(a[idx]), float(b[idx]),
-                    f"max abs error {err:.3g} (rtol {rtol:g}, atol {atol:g})")
-    return None
-
-
-def _snapshot(args):
-    return copy.deepcopy(args)
-
-
-def _same(a, b):
-    if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.shape == b.shape and \
-            np.array_equal(a, b, equal_nan=True)
-    return a == b or (a != a and b != b)
-
-
-# -- finite differences -------------------------------------------------------------
-
-
-def _call_plain(fn, args):
-    return fn(*_snapshot(args))
-
-
-def _perturbed(args, i, index, delta):
-    new = list(_snapshot(args))
-    if np.ndim(new[i]) == 0 and not isinstance(new[i], np.ndarray):
-        new[i] = float(new[i]) + delta
-    else:
-        arr = np.array(new[i], dtype=np.float64)
-        arr[index] += delta
-        new[i] = arr
-    return new
-
-
-def _fd_columns(fn, args, nums, step):
-    """For each differentiated argument: array (out leaves..., arg.shape) of
-    central differences, as a list over output leaves of lists over ``nums``."""
-    base = _leaves(_call_plain(fn, args))
-    per_out = [[None] * len(nums) for _ in base]
-    for k, i in enumerate(nums):
-        shape = np.shape(args[i])
-        cols = [np.zeros(o.shape + shape) for o in base]
-        for index in np.ndindex(*shape):
-            h = step * max(1.0, abs(float(np.asarray(args[i])[index])))
-            up = _leaves(_call_plain(fn, _perturbed(args, i, index, h)))
-            down = _leaves(_call_plain(fn, _perturbed(args, i, index, -h)))
-            for o, (u, d) in enumerate(zip(up, down)):
-                cols[o][(Ellipsis,) + index] = (u - d) / (2 * h)
-        for o in range(len(base)):
-            per_out[o][k] = cols[o]
-    return per_out
-
-
-def _jacobian(fn, args, nums, single):
-    """Reference Jacobian structured as ``jacrev(fn, argnums)`` returns it, or None
-    where finite differences at two steps disagree (not smooth at ``args``)."""
-    a = _fd_columns(fn, args, nums, FD_STEP)
-    b = _fd_columns(fn, args, nums, FD_STEP * 4)
-    if _compare(a, b, (FD_TOL[0] * 10, FD_TOL[1] * 10)) is not None:
-        return None
-    out = _call_plain(fn, args)
-    rows = [cols[0] if single else tuple(cols) for cols in a]
-    return rows[0] if not isinstance(out, (tuple, list)) else type(out)(rows)
-
-
-class _Unsmooth(Exception):
-    pass
-
-
-def reference(fn, args, transform, nums, single, extra):
-    """The independent reference for one (unbatched) transform, or raise _Unsmooth."""
-    def jac(f, a):
-        j = _jacobian(f, a, nums, single)
-        if j is None:
-            raise _Unsmooth()
-        return j
-    if transform in ("grad", "jacfwd", "jacrev"):
-        return jac(fn, args)
-    if transform == "value_and_grad":
-        return (_call_plain(fn, args), jac(fn, args))
-    if transform == "hessian":
-        g = ad.grad(fn, argnums=nums[0] if single else nums)
-        return jac(lambda *a: g(*a), args)
-    if transform == "vjp":
-        allnums = tuple(range(len(args)))
-        j = _fd_columns(fn, args, allnums, FD_STEP)
-        j2 = _fd_columns(fn, args, allnums, FD_STEP * 4)
-        if _compare(j, j2, (FD_TOL[0] * 10, FD_TOL[1] * 10)) is not None:
-            raise _Unsmooth()
-        cot = _leaves(extra)
-        cts = []
-        for k, a in enumerate(args):
-            c = sum(np.tensordot(u, j[o][k], axes=u.ndim) for o, u in enumerate(cot))
-            cts.append(c)
-        return (_call_plain(fn, args), tuple(cts))
-    if transform == "jvp":
-        tangents = extra
-        out = []
-        for step in (FD_STEP, FD_STEP * 4):
-            up = [a + step * t for a, t in zip(args, tangents)]
-            down = [a - step * t for a, t in zip(args, tangents)]
-            u, d = _leaves(_call_plain(fn, up)), _leaves(_call_plain(fn, down))
-            out.append([(x - y) / (2 * step) for x, y in zip(u, d)])
-        if _compare(out[0], out[1], (FD_TOL[0] * 10, FD_TOL[1] * 10)) is not None:
-            raise _Unsmooth()
-        value = _call_plain(fn, args)
-        t = out[0]
-        return (value, t[0] if not isinstance(value, (tuple, list)) else type(value)(t))
-    if transform == "vmap":
-        return _call_plain(fn, args)
-    raise ValueError(f"unknown transform {transform!r}")
 
 
 # -- witnesses ----------------------------------------------------------------------
@@ -435,7 +295,7 @@ def _diagonal(jac, args, argnums, axes):
     must be zero.  Leaves come output-major, one per differentiated argument."""
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
-    for k, block in enumerate(_leaves(jac)):
+    for k, block in enumerate(leaves(jac)):
         i = nums[k % len(nums)]
         if axes[i] is None:
             out.append(block)
@@ -490,7 +350,7 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
           if only is None or w.name in only] + list(extra_witnesses)
     extra = None
     if transform == "vjp":
-        extra = _random_like(_call_plain(fn, args), rng)
+        extra = _random_like(call_plain(fn, args), rng)
     elif transform in ("jvp", "vmap_jvp"):
         extra = tuple(rng.standard_normal(np.shape(a)) if np.ndim(a) else
                       float(rng.standard_normal()) for a in args)
@@ -507,7 +367,7 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
             ref = reference(fn, args, transform, nums, single, extra)
             ref_name = "finite differences of ad.grad (python)" if transform == "hessian" \
                 else "finite differences"
-    except _Unsmooth:
+    except Unsmooth:
         ref, ref_name = None, None
         report.skipped.append((transform, "finite differences disagree at two steps"))
     except Exception as exc:              # noqa: BLE001 -- e.g. ad.grad refusing (hessian)
@@ -515,8 +375,8 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
         report.skipped.append((transform, f"no reference: {type(exc).__name__}: {exc}"))
     first = None                       # (name, result) of the first witness that ran
     for w in ws:
-        before = _snapshot(args)
-        extra_before = _snapshot(extra)
+        before = snapshot(args)
+        extra_before = snapshot(extra)
         try:
             got = w.run(fn, args) if extra is None else w.run(fn, args, extra)
         except _NotApplicable:
@@ -542,7 +402,7 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
             args, extra = before, extra_before
         if ref is not None:
             report.checks += 1
-            bad = _compare(got, ref, FD_TOL)
+            bad = compare(got, ref, FD_TOL)
             if bad:
                 kind, index, g, want, detail = bad
                 report.disagreements.append(Disagreement(name, transform, w.name, ref_name,
@@ -552,7 +412,7 @@ def check(fn, args, transform, argnums=0, in_axes=None, *, name=None, families=F
             first = (w.name, got)
             continue
         report.checks += 1
-        bad = _compare(got, first[1], WITNESS_TOL)
+        bad = compare(got, first[1], WITNESS_TOL)
         if bad:
             kind, index, g, want, detail = bad
             report.disagreements.append(Disagreement(name, transform, w.name, first[0],
@@ -565,8 +425,8 @@ def _check_inputs(report, name, transform, w, now, before):
     tangents/cotangent it was given -- whether it returned or raised."""
     (args, extra), (args0, extra0) = now, before
     changed = [f"the caller's argument {i}" for i, (a, b) in enumerate(zip(args, args0))
-               if not _same(a, b)]
-    if not _same(extra, extra0):
+               if not same(a, b)]
+    if not same(extra, extra0):
         changed.append("the tangents" if transform.endswith("jvp") else "the cotangent")
     if changed:
         report.disagreements.append(Disagreement(
@@ -592,7 +452,7 @@ def check_all(fn, args, argnums=0, in_axes=None, *, name=None, transforms=None,
     ``jacrev``.  With ``batched_args`` and ``in_axes``, the ``vmap_*``
     transforms run too.  ``vjp``/``jvp`` need every argument to be a float.
     """
-    out = _call_plain(fn, args)
+    out = call_plain(fn, args)
     scalar = not isinstance(out, (tuple, list, dict)) and np.ndim(out) == 0
     all_float = all(_is_float(a) for a in args)
     size = sum(int(np.size(args[i])) for i in ((argnums,) if isinstance(argnums, int)

@@ -331,3 +331,33 @@ def test_tensordot_unsorted_axes():
     got = ad.jit(ad.grad(f, argnums=(0, 1)))(a, c)
     _close(got[0], fd_grad(f, (a, c), 0))
     _close(got[1], fd_grad(f, (a, c), 1))
+
+
+# -- np.linalg.pinv with rcond cutting a non-zero singular value ---------------------------
+
+def _rank_cut():
+    r = np.random.default_rng(3)
+    u, _ = np.linalg.qr(r.normal(size=(5, 5)))
+    v, _ = np.linalg.qr(r.normal(size=(3, 3)))
+    return u[:, :3] @ np.diag([3.0, 2.0, 0.05]) @ v.T      # 0.05 < 0.1 * 3: cut
+
+
+CUT = _rank_cut()
+
+
+def f_pinv_cut(a):
+    return np.sum(np.sin(np.linalg.pinv(a, rcond=0.1)) * np.arange(15.0).reshape(3, 5))
+
+
+def test_pinv_rcond_cutting_a_singular_value():
+    """pinv(a, rcond) is the pseudo-inverse of a's truncated SVD: its derivative
+    moves with the truncation (the full-rank formula is off by ~1e-2 here)."""
+    ref = fd_grad(f_pinv_cut, (CUT,), 0)
+    _close(ad.grad(f_pinv_cut)(CUT), ref)
+    _close(ad.jit(ad.grad(f_pinv_cut))(CUT), ref)
+    t = RNG.normal(size=CUT.shape)
+    _close(ad.jvp(f_pinv_cut, (CUT,), (t,))[1], np.sum(ref * t))
+    wide = np.stack([CUT.T, 2.0 * CUT.T])
+    per = ad.vmap(ad.grad(lambda a: np.sum(np.cos(np.linalg.pinv(a, 0.1)))))(wide)
+    for k in range(2):
+        _close(per[k], fd_grad(lambda a: np.sum(np.cos(np.linalg.pinv(a, 0.1))), (wide[k],), 0))

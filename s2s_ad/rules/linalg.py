@@ -10,7 +10,8 @@ reads is never computed.
 Derivatives assume what the mathematics needs: an invertible matrix for
 ``solve``/``inv``/``det``/``slogdet``, a symmetric positive definite one for
 ``cholesky``, distinct eigenvalues for ``eigh`` and distinct non-zero singular
-values for ``svd``, full rank for ``pinv``/``lstsq``/``qr``.  A repeated
+values for ``svd``, full rank for ``lstsq``/``qr``, a locally constant number of
+singular values above ``pinv``'s cutoff (``rcond``).  A repeated
 eigenvalue or singular value divides by zero: inf/nan, never a finite wrong
 value.  ``eigh`` and ``cholesky`` read the lower triangle only (as NumPy's
 do), so their adjoints are lower triangular.
@@ -266,8 +267,8 @@ _multi("np.linalg.qr", la.qr, ("a",), (
           {"a": "rt.qr_q_jvp(da, a)"}, rank=_matrix, emit="rt.qr_q"),
     _decl("linalg.qr[R]", None, ("a",), ("a",), {"a": "rt.qr_r_grad(g, a)"},
           {"a": "rt.qr_r_jvp(da, a)"}, rank=_matrix, emit="rt.qr_r")))
-_decl("np.linalg.pinv", la.pinv, ("a",), ("a",), {"a": "rt.pinv_grad(g, a, out)"},
-      {"a": "rt.pinv_jvp(da, a, out)"}, rank=_same_rank)
+_decl("np.linalg.pinv", la.pinv, ("a", "rcond"), ("a",), {"a": "rt.pinv_grad(g, a, out, rcond)"},
+      {"a": "rt.pinv_jvp(da, a, out, rcond)"}, rank=_same_rank, defaults={"rcond": None})
 _LSTSQ = {"rcond": None}
 _multi("np.linalg.lstsq", la.lstsq, ("a", "b", "rcond"), (
     _decl("linalg.lstsq[x]", None, ("a", "b", "rcond"), ("a", "b"),
@@ -399,7 +400,7 @@ _tangent_rule("rt.svd_u_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.svd_vh_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.qr_q_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.qr_r_jvp", ("da", "a"), _matrix)
-_tangent_rule("rt.pinv_jvp", ("da", "a", "out"), _matrix)
+_tangent_rule("rt.pinv_jvp", ("da", "a", "out", "rcond"), _matrix, statics=("rcond",))
 _tangent_rule("rt.lstsq_jvp_a", ("da", "a", "b", "out"), lambda a, p: a[2])
 _tangent_rule("rt.lstsq_jvp_b", ("db", "a", "out"), lambda a, p: a[2])
 _tangent_rule("rt.matrix_power_jvp", ("da", "a", "n"), _matrix, statics=("n",))
