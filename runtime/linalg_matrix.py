@@ -286,43 +286,41 @@ def pinv(a, rcond=None):
     return np.linalg.pinv(_c(a), _pinv_cutoff(a, rcond))
 
 
-def _pinv_truncation(h, a, rcond):
-    """T(h) (see above) for ``h`` a matrix shaped like ``a``."""
-    s = np.linalg.svd(_c(a), False)[1]
-    cut = _pinv_cutoff(a, rcond) * s[0] if s.shape[0] > 0 else 0.0
-    r = s.shape[0]
-    k = 0
-    while k < r and s[k] > cut:
-        k += 1
+def _pinv_truncation(h, a, p):
+    """T(h) (see above) for ``h`` a matrix shaped like ``a``; ``p`` is
+    pinv(a, rcond), so a @ p projects onto the k kept singular vectors and
+    k = trace(a @ p): no SVD unless a singular value was cut."""
+    r = min(a.shape[0], a.shape[1])
+    k = int(np.round(np.sum(a * p.T)))
     if k == r:
         return h
-    u, _, vh = np.linalg.svd(_c(a), full_matrices=True)
+    u, s, vh = np.linalg.svd(_c(a), True)
     c = u.T @ h @ vh.T
     d = np.zeros_like(c)
     d[:k, :] = c[:k, :]
     d[:, :k] = c[:, :k]
-    for p in range(k):
-        for q in range(k, r):
-            den = s[p] * s[p] - s[q] * s[q]
-            w, x = s[p] * s[p] / den, s[p] * s[q] / den
-            d[p, q] = w * c[p, q] + x * c[q, p]
-            d[q, p] = w * c[q, p] + x * c[p, q]
+    for i in range(k):             # kept
+        for j in range(k, r):      # cut
+            den = s[i] * s[i] - s[j] * s[j]
+            w, x = s[i] * s[i] / den, s[i] * s[j] / den
+            d[i, j] = w * c[i, j] + x * c[j, i]
+            d[j, i] = w * c[j, i] + x * c[i, j]
     return u @ d @ vh
 
 
-def pinv_grad(g, a, out, rcond=None):
+def pinv_grad(g, a, out):
     """Where the number of kept singular values is locally constant (see above)."""
     m, n = a.shape
     p = out
     h = (-(p.T @ g @ p.T) + (_eye_like(m, a) - a @ p) @ g.T @ (p @ p.T)
          + (p.T @ p) @ g.T @ (_eye_like(n, a) - p @ a))
-    return _pinv_truncation(h, a, rcond)
+    return _pinv_truncation(h, a, p)
 
 
-def pinv_jvp(da, a, out, rcond=None):
+def pinv_jvp(da, a, out):
     m, n = a.shape
     p = out
-    dk = _pinv_truncation(da, a, rcond)
+    dk = _pinv_truncation(da, a, p)
     return (-(p @ dk @ p) + (p @ p.T) @ dk.T @ (_eye_like(m, a) - a @ p)
             + (_eye_like(n, a) - p @ a) @ dk.T @ (p.T @ p))
 

@@ -267,8 +267,8 @@ _multi("np.linalg.qr", la.qr, ("a",), (
           {"a": "rt.qr_q_jvp(da, a)"}, rank=_matrix, emit="rt.qr_q"),
     _decl("linalg.qr[R]", None, ("a",), ("a",), {"a": "rt.qr_r_grad(g, a)"},
           {"a": "rt.qr_r_jvp(da, a)"}, rank=_matrix, emit="rt.qr_r")))
-_decl("np.linalg.pinv", la.pinv, ("a", "rcond"), ("a",), {"a": "rt.pinv_grad(g, a, out, rcond)"},
-      {"a": "rt.pinv_jvp(da, a, out, rcond)"}, rank=_same_rank, defaults={"rcond": None})
+_decl("np.linalg.pinv", la.pinv, ("a", "rcond"), ("a",), {"a": "rt.pinv_grad(g, a, out)"},
+      {"a": "rt.pinv_jvp(da, a, out)"}, rank=_same_rank, defaults={"rcond": None})
 _LSTSQ = {"rcond": None}
 _multi("np.linalg.lstsq", la.lstsq, ("a", "b", "rcond"), (
     _decl("linalg.lstsq[x]", None, ("a", "b", "rcond"), ("a", "b"),
@@ -400,7 +400,7 @@ _tangent_rule("rt.svd_u_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.svd_vh_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.qr_q_jvp", ("da", "a"), _matrix)
 _tangent_rule("rt.qr_r_jvp", ("da", "a"), _matrix)
-_tangent_rule("rt.pinv_jvp", ("da", "a", "out", "rcond"), _matrix, statics=("rcond",))
+_tangent_rule("rt.pinv_jvp", ("da", "a", "out"), _matrix)
 _tangent_rule("rt.lstsq_jvp_a", ("da", "a", "b", "out"), lambda a, p: a[2])
 _tangent_rule("rt.lstsq_jvp_b", ("db", "a", "out"), lambda a, p: a[2])
 _tangent_rule("rt.matrix_power_jvp", ("da", "a", "n"), _matrix, statics=("n",))
