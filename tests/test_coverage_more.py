@@ -67,6 +67,7 @@ def test_cumprod_adjoint_is_exact_at_zeros():
         np.testing.assert_allclose(scans.cumprod_grad(gg, a, out, axis), jac, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_compiled():
     """One ad.jit gradient through cumsum, cumprod, sort, median, quantile,
     percentile, argsort and take_along_axis."""

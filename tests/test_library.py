@@ -75,6 +75,7 @@ def _jit_loss(x):
     return total
 
 
+@pytest.mark.slow
 def test_jit():
     """Every JIT case under ad.jit, through one compiled gradient of their sum."""
     loss = lib.jit_cases

@@ -309,6 +309,7 @@ def test_random_programs_python(folder, body, sample):
     _check(folder, body, sample, "python")
 
 
+@pytest.mark.slow
 @settings(max_examples=3, **SETTINGS)
 @given(body=blocks(), sample=samples)
 def test_random_programs_numba(folder, body, sample):

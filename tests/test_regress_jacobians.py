@@ -161,7 +161,8 @@ def test_compiled_batched_jacobian(case, mode):
     assert_batch(ad.jit(ad.vmap(getattr(ad, mode)(f, argnums=(0, 1))))(xs, ws), ref, examples)
 
 
-@pytest.mark.parametrize("name, n, m", [("mixed", 3, 17), ("in_loop", 17, 1)])
+@pytest.mark.parametrize("name, n, m", [("mixed", 3, 17),
+                                         pytest.param("in_loop", 17, 1, marks=pytest.mark.slow)])
 def test_hessians(name, n, m):
     f = getattr(P, name)
     examples = _examples(n, m)
