@@ -37,10 +37,10 @@ _MINMAX_JVP = {"a": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keep
                     "axis, keepdims)"}
 nonlinear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amax",
-          defaults=AXES, methods=("max",), also=(np.amax,), **REDUCTION)
+          defaults=AXES, methods=("max",), also=(np.amax,), reduces_iterable=max, **REDUCTION)
 nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amin",
-          defaults=AXES, methods=("min",), also=(np.amin,), **REDUCTION)
+          defaults=AXES, methods=("min",), also=(np.amin,), reduces_iterable=min, **REDUCTION)
 
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
@@ -75,7 +75,7 @@ linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
 linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True,
        shaped_by_first=True, **SAME)
 linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
-       shaped_by_first=True, **SAME)
+       shaped_by_first=True, stacks_list=True, **SAME)
 linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same", cheap=True)
 
 
@@ -107,9 +107,9 @@ def _array_vjp(i, items, g, params, atom):
 linear("np.concatenate", np.concatenate, ("arrays", "axis"), ("arrays",),
        {"arrays": _concatenate_vjp}, defaults={"axis": 0}, shape="joined", batch="concatenate")
 linear("np.stack", np.stack, ("arrays", "axis"), ("arrays",), {"arrays": _stack_vjp},
-       defaults={"axis": 0}, shape="stacked", batch="stack")
+       defaults={"axis": 0}, shape="stacked", batch="stack", stacks_list=True)
 linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp}, shape="stacked",
-       batch="array", from_list=True)
+       batch="array", from_list=True, stacks_list=True)
 
 # -- indexing ----------------------------------------------------------------
 # The reverse transform accumulates ``g`` into the indexed part of the

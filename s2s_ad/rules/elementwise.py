@@ -54,7 +54,8 @@ _UNARY = {
 for _fn, (_partial, _dom) in _UNARY.items():
     _obj = getattr(np, _fn)
     elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom,
-                cheap=_fn == "square")       # x * x
+                cheap=_fn == "square",       # x * x
+                summed="rt.sum_squares" if _fn == "square" else None)
 # |x|: partial sign(x) for real x.  For complex x its cotangent is Re(g) conj(x) / |x|
 # (JAX's convention) and its tangent Re(conj(x) dx) / |x|, a real number: neither is
 # a partial times the other, so both are declared (runtime/fft.py).
