@@ -1,8 +1,9 @@
 """Linear-algebra functions and call forms written over the ruled primitives:
-``np.cross`` along other axes, ``np.linalg.eigvalsh`` and ``np.linalg.svdvals``."""
+``np.cross`` along other axes, ``np.linalg.pinv``'s refused spellings,
+``np.linalg.eigvalsh`` and ``np.linalg.svdvals``."""
 import numpy as np
 
-from .registry import implements
+from .registry import implements, static
 
 
 def cross_axes(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
@@ -26,3 +27,40 @@ def eigvalsh(a):
 def svdvals(x):
     """``np.linalg.svd(x, compute_uv=False)``."""
     return np.linalg.svd(x, compute_uv=False)
+
+
+@static
+def _one_cutoff(rcond, rtol):
+    if rcond is not None:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    return rtol
+
+
+@static
+def _flag(hermitian):
+    if not isinstance(hermitian, (bool, int)):
+        raise TypeError(f"hermitian= must be True or False, got {hermitian!r}")
+    return bool(hermitian)
+
+
+def pinv_hermitian(a, rcond=None, hermitian=False, rtol=1e-15):
+    """``np.linalg.pinv(a, hermitian=True)`` (the rule's form): NumPy's eigh reads the
+    lower triangle, mirrored, and cuts by its |eigenvalues|, the singular values of
+    that symmetric matrix, so this is its pinv; the upper triangle has no influence."""
+    if _flag(hermitian):
+        a = np.tril(a) + np.transpose(np.tril(a, -1))
+    if rcond is None:
+        return np.linalg.pinv(a, rtol=rtol)
+    return np.linalg.pinv(a, rcond)
+
+
+def pinv_spellings(a, rcond=None, hermitian=False, rtol=None):
+    """``np.linalg.pinv`` with both ``rcond`` and ``rtol`` (the rule's form for that
+    call): NumPy's error, at the user's line."""
+    return np.linalg.pinv(a, hermitian=hermitian, rtol=_one_cutoff(rcond, rtol))
+
+
+def pinv_positional(a, rcond=None, hermitian=False):
+    """``np.linalg.pinv`` with more than three positional arguments (``rtol`` is
+    keyword-only): NumPy's TypeError, at the user's line."""
+    return np.linalg.pinv(a, rcond, hermitian)
