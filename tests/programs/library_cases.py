@@ -133,6 +133,22 @@ def math_reductions(x):
         math.prod(x[0], start=2.0)
 
 
+FW = np.array([1.0, 2.0, 1.0, 3.0])   # (NumPy multiplies fweights by aweights in place:
+AW = np.array([0.5, 1.0, 2.0, 0.3])   # a new array where both are given)
+
+
+def covariances(x):
+    return np.cov(x) + np.cov(x, bias=True) * 0.5 + np.cov(x[:, :3], x[:, 1:], False)[:3, 3:] + \
+        np.cov(x, None, True, False, 2, np.array([1.0, 2.0, 1.0, 3.0]), AW) + \
+        np.cov(x, aweights=AW, ddof=0) + \
+        np.sum(np.cov(x[0], x[2])[1:, :] @ np.cov(x[1:], fweights=FW)) * 0.1 + np.cov(x[1])
+
+
+def correlation_coefficients(x):
+    return np.corrcoef(x) + np.corrcoef(x[:, 1:], x[:, :3], rowvar=False)[1:4, 2:5] + \
+        np.corrcoef(x[0], x[2])[0, 1] + np.corrcoef(x[1])
+
+
 def out_kwarg(x):
     y = np.zeros(4)
     return np.var(x, axis=0, out=y)
@@ -143,7 +159,7 @@ def bad_kwarg(x):
 
 
 def unsupported_call(x):
-    return np.sum(np.corrcoef(x, x).flat)
+    return np.sum(np.vander(x[0]).flat)
 
 
 def no_rule(x):
