@@ -295,6 +295,27 @@ _decl("np.linalg.pinv", la.pinv, ("a", "rcond", "hermitian", "rtol"), ("a",),
       {"a": "rt.pinv_grad(g, a, out)"}, {"a": "rt.pinv_jvp(da, a, out)"}, rank=_same_rank,
       defaults={"rcond": None, "hermitian": False, "rtol": 1e-15})
 RULES["np.linalg.pinv"].forms = _pinv_forms
+
+
+def _spelling_forms(name, form, keywords):
+    """A ``forms`` hook: a call passing any of ``keywords`` (by keyword or position)
+    is the library's ``form`` (s2s_ad/rules/library/linalg.py), named as NumPy's."""
+    def forms(args, kwargs):
+        import inspect
+
+        from .library import linalg as library_linalg
+        from .library.registry import Implementation
+        if len(args) > 1 or set(kwargs) & set(keywords):
+            fn = getattr(library_linalg, form)
+            return Implementation(name, fn, None, inspect.signature(fn))
+        return None
+    return forms
+
+
+RULES["np.linalg.cholesky"].forms = _spelling_forms("np.linalg.cholesky", "cholesky_upper",
+                                                    ("upper",))
+RULES["np.linalg.eigh"].forms = _spelling_forms("np.linalg.eigh", "eigh_uplo", ("UPLO",))
+RULES["np.linalg.qr"].forms = _spelling_forms("np.linalg.qr", "qr_mode", ("mode",))
 _LSTSQ = {"rcond": None}
 _multi("np.linalg.lstsq", la.lstsq, ("a", "b", "rcond"), (
     _decl("linalg.lstsq[x]", None, ("a", "b", "rcond"), ("a", "b"),

@@ -1,5 +1,6 @@
 """Linear-algebra functions and call forms written over the ruled primitives:
-``np.cross`` along other axes, ``np.linalg.pinv``'s refused spellings,
+``np.cross`` along other axes, ``np.linalg.pinv``'s ``hermitian=`` and refused
+spellings, ``cholesky(upper=)``, ``eigh(UPLO=)``, ``qr(mode=)``,
 ``np.linalg.eigvalsh`` and ``np.linalg.svdvals``."""
 import numpy as np
 
@@ -64,3 +65,34 @@ def pinv_positional(a, rcond=None, hermitian=False):
     """``np.linalg.pinv`` with more than three positional arguments (``rtol`` is
     keyword-only): NumPy's TypeError, at the user's line."""
     return np.linalg.pinv(a, rcond, hermitian)
+
+
+@static
+def _choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not supported (supported: "
+                         f"{', '.join(map(repr, allowed))})")
+    return value
+
+
+def cholesky_upper(a, upper=False):
+    """``np.linalg.cholesky(a, upper=True)``: NumPy's upper factor reads the upper
+    triangle, so it is the transposed lower factor of ``a.T``."""
+    if _flag(upper):
+        return np.transpose(np.linalg.cholesky(np.transpose(a)))
+    return np.linalg.cholesky(a)
+
+
+def eigh_uplo(a, UPLO="L"):  # noqa: N803 (NumPy's name)
+    """``np.linalg.eigh(a, UPLO)``: ``"U"`` reads the upper triangle, the lower one of
+    ``a.T``."""
+    if _choice("UPLO", UPLO, ("L", "U")) == "U":
+        return np.linalg.eigh(np.transpose(a))
+    return np.linalg.eigh(a)
+
+
+def qr_mode(a, mode="reduced"):
+    """``np.linalg.qr(a, mode)``: ``"reduced"`` (Q, R) and ``"r"`` (R alone)."""
+    if _choice("mode", mode, ("reduced", "r")) == "r":
+        return np.linalg.qr(a)[1]
+    return np.linalg.qr(a)
