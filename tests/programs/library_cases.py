@@ -65,7 +65,8 @@ def rot(x):
 
 
 def rolls(x):
-    return np.roll(x, 1) + 2.0 * np.roll(x, -1, axis=1)
+    return np.roll(x, 1) + 2.0 * np.roll(x, -1, axis=1) + 3.0 * np.roll(x, (1, 2), (0, 1)) + \
+        np.roll(x, shift=1, axis=(1, 0))
 
 
 def stacks(x):
