@@ -124,6 +124,8 @@ class Rule:
                                       # comprehension's array
     reduces_iterable: Any = None      # the Python builtin that is this reduction over an
                                       # iterable's items (np.max: max(xs) is np.max(xs, axis=0))
+    index_params: tuple = ()          # parameters read as an index: a list display there is
+                                      # an index array, a tuple one index per axis (np.add.at)
 
     def __post_init__(self):
         if self.shape is not None and self.shape not in SHAPES:
