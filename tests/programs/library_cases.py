@@ -131,7 +131,7 @@ def vector_products(x):
 
 def math_reductions(x):
     return math.fsum(x[0]) * math.prod(x[1]) + math.dist(x[2], x[0]) + \
-        math.prod(x[0], start=2.0)
+        math.prod(x[0], start=2.0) + math.log(x[1, 1], 2.0) + math.log(3.0, x[2, 2])
 
 
 FW = np.array([1.0, 2.0, 1.0, 3.0])   # (NumPy multiplies fweights by aweights in place:
