@@ -1,5 +1,6 @@
 """NumPy's keyword spellings of np.linalg functions (the rules' library forms,
-s2s_ad/rules/library/linalg.py): cholesky(upper=), eigh(UPLO=), qr(mode=).  Each reads
+s2s_ad/rules/library/linalg.py): cholesky(upper=), eigh(UPLO=), qr(mode=), and
+einsum(optimize=), which does not change the value.  Each reads
 the triangle NumPy's reads, so finite differences of NumPy's own function on a
 non-symmetric matrix are the reference (grad, jvp, vmap)."""
 import numpy as np
@@ -40,6 +41,11 @@ def qr_reduced(a):
     return np.sum(np.linalg.qr(a, "reduced")[0] ** 2 * np.arange(12.0).reshape(4, 3))
 
 
+def einsum_optimize(a):
+    return np.sum(np.sin(np.einsum("ij,jk,kl->il", a, a, a, optimize=True))) + \
+        np.einsum("ii", a, optimize="greedy") + np.sum(np.einsum("ij,jk", a, a, optimize=False))
+
+
 def fd_grad(f, a, eps=1e-6):
     g = np.zeros_like(a)
     for i in np.ndindex(a.shape):
@@ -50,7 +56,7 @@ def fd_grad(f, a, eps=1e-6):
 
 
 CASES = [(cholesky_upper, UPPER), (cholesky_lower, SPD), (eigh_upper, GENERAL),
-         (eigh_lower, GENERAL), (qr_r, TALL), (qr_reduced, TALL)]
+         (eigh_lower, GENERAL), (qr_r, TALL), (qr_reduced, TALL), (einsum_optimize, GENERAL)]
 
 
 @pytest.mark.parametrize("f,a", CASES, ids=[f.__name__ for f, _ in CASES])

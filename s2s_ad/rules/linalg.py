@@ -415,6 +415,23 @@ _EINSUM = register(Rule(
     rank=_einsum_rank, batch=_einsum_batch, varargs=True), np.einsum)
 
 
+def _einsum_forms(args, kwargs):
+    """``optimize=`` (any value: the contraction order is always optimised for three
+    or more operands, and NumPy's value does not depend on it): the library's form
+    for that number of operands."""
+    if "optimize" not in kwargs:
+        return None
+    import inspect
+
+    from .library import linalg as library_linalg
+    from .library.registry import Implementation
+    fn = getattr(library_linalg, f"einsum_{len(args) - 1}", library_linalg.einsum_many)
+    return Implementation("np.einsum", fn, None, inspect.signature(fn))
+
+
+RULES["np.einsum"].forms = _einsum_forms
+
+
 # -- the helpers JVP templates call (forward-mode code is lowered code too) -----------------
 
 def _tangent_rule(emit, params, rank, statics=()):

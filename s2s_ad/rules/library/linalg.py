@@ -1,6 +1,6 @@
 """Linear-algebra functions and call forms written over the ruled primitives:
 ``np.cross`` along other axes, ``np.linalg.pinv``'s ``hermitian=`` and refused
-spellings, ``cholesky(upper=)``, ``eigh(UPLO=)``, ``qr(mode=)``,
+spellings, ``cholesky(upper=)``, ``eigh(UPLO=)``, ``qr(mode=)``, ``einsum(optimize=)``,
 ``np.linalg.eigvalsh`` and ``np.linalg.svdvals``."""
 import numpy as np
 
@@ -96,3 +96,34 @@ def qr_mode(a, mode="reduced"):
     if _choice("mode", mode, ("reduced", "r")) == "r":
         return np.linalg.qr(a)[1]
     return np.linalg.qr(a)
+
+
+# np.einsum(subscripts, *operands, optimize=...): one form per number of operands (the
+# value does not depend on optimize; s2s_ad optimises the order for three or more).
+def einsum_1(subscripts, a, optimize=False):
+    return np.einsum(subscripts, a)
+
+
+def einsum_2(subscripts, a, b, optimize=False):
+    return np.einsum(subscripts, a, b)
+
+
+def einsum_3(subscripts, a, b, c, optimize=False):
+    return np.einsum(subscripts, a, b, c)
+
+
+def einsum_4(subscripts, a, b, c, d, optimize=False):
+    return np.einsum(subscripts, a, b, c, d)
+
+
+def einsum_5(subscripts, a, b, c, d, e, optimize=False):
+    return np.einsum(subscripts, a, b, c, d, e)
+
+
+def einsum_6(subscripts, a, b, c, d, e, f, optimize=False):
+    return np.einsum(subscripts, a, b, c, d, e, f)
+
+
+def einsum_many(subscripts, optimize=False):
+    """More than six operands with ``optimize=``: refused (write it without)."""
+    return np.einsum(subscripts)
