@@ -180,8 +180,13 @@ def _inner_rank(args, params):
     return None if None in args[:2] else max(args[0] + args[1] - 2, 0)
 
 
-def _one_more(args, params):
-    return None if args[0] is None else args[0] + 1
+def _expanded_rank(args, params):
+    """np.expand_dims: one more axis per entry of ``axis`` (an int or a tuple)."""
+    axis = params.get("axis")
+    items = getattr(axis, "items", None)
+    value = getattr(axis, "value", None)
+    count = len(items) if items is not None else len(value) if isinstance(value, tuple) else 1
+    return None if args[0] is None else args[0] + count
 
 
 for _name, _rank_rule in (("np.eye", lambda args, params: 2),
@@ -189,7 +194,7 @@ for _name, _rank_rule in (("np.eye", lambda args, params: 2),
                           ("np.shape", lambda args, params: 1),   # indexes like a 1-D array
                           ("np.outer", lambda args, params: 2),
                           ("np.ravel", lambda args, params: 1),
-                          ("np.expand_dims", _one_more),
+                          ("np.expand_dims", _expanded_rank),
                           ("np.dot", _product_rank), ("np.matmul", _product_rank),
                           ("np.inner", _inner_rank)):
     _registered(_name).rank = _rank_rule
