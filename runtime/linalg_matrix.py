@@ -263,27 +263,37 @@ def eigh_v_jvp(da, a):
 
 
 # np.linalg.pinv(a, rcond) is pinv(a_k), a_k the SVD of ``a`` truncated to
-# the k singular values above rcond * the largest (NumPy's cutoff; rcond=None
-# is max(m, n) * eps).  Where k is locally constant (the pseudo-inverse is not
-# differentiable where it changes), its derivative is the constant-rank
+# the k singular values above rcond * the largest (NumPy's cutoff: rcond, or
+# rtol, see _pinv_cutoff).  Where k is locally constant (the pseudo-inverse is
+# not differentiable where it changes), its derivative is the constant-rank
 # formula (Golub & Pereyra) at a_k in the direction d(a_k) = T(da): in the
 # bases of a's full SVD, T keeps the kept-kept block, zeroes the dropped-dropped
 # one, and mixes each kept p / dropped q pair as
 #     T(C)[p, q] = (s_p^2 C[p, q] + s_p s_q C[q, p]) / (s_p^2 - s_q^2)
 # (and [q, p] likewise).  T is its own adjoint, and the identity when no
 # singular value is dropped (full rank) or every dropped one is zero.
+# hermitian=True (NumPy's eigh of the lower triangle mirrored, |eigenvalues| as the
+# singular values) is pinv of that mirrored matrix: s2s_ad/rules/library/linalg.py.
 
-def _pinv_cutoff(a, rcond):
-    """NumPy's relative cutoff of pinv's singular values."""
-    if rcond is None:
-        eps = 1.1920928955078125e-07 if a.itemsize == 4 else 2.220446049250313e-16
-        return max(a.shape[0], a.shape[1]) * eps
-    return rcond
+def _pinv_cutoff(a, rcond, rtol):
+    """NumPy's relative cutoff of pinv's singular values: ``rcond``, else
+    ``rtol`` (1e-15 unless given), and ``rtol=None`` is max(M, N) * eps."""
+    if rcond is not None:
+        return rcond
+    if rtol is not None:
+        return rtol
+    eps = 1.1920928955078125e-07 if a.itemsize == 4 else 2.220446049250313e-16
+    return max(a.shape[0], a.shape[1]) * eps
 
 
-def pinv(a, rcond=None):
+def pinv(a, rcond=None, hermitian=False, rtol=1e-15):
+    """np.linalg.pinv(a, rcond, hermitian, rtol=rtol) (NumPy 2's keyword; rcond None
+    and rtol not given: NumPy's 1e-15).  Generated code calls it with hermitian
+    False (True is the library's form); True here is pinv of the mirrored lower
+    triangle, as NumPy's."""
     _matrix(a)
-    return np.linalg.pinv(_c(a), _pinv_cutoff(a, rcond))
+    s = _c(_from_lower(a)) if hermitian else _c(a)
+    return np.linalg.pinv(s, _pinv_cutoff(a, rcond, rtol))
 
 
 def _pinv_truncation(h, a, p):

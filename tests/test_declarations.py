@@ -1,10 +1,12 @@
 """The declaration is the only place a primitive's facts live.
 
-The transforms and analyses (every module of s2s_ad/transforms/ and
-s2s_ad/analyses/, s2s_ad/frontend/anf/, codegen/adjoints.py) read a primitive's
-facts from its :class:`s2s_ad.rules.Rule` (``rank``, ``batch``, ``vjp``,
-``jvp``, ``linear``, ``mutates``...).  This test scans their source for
-string literals naming a rule (a key of ``rules.RULES``):
+The transforms, analyses, printers and the frontend (every module of
+s2s_ad/transforms/, s2s_ad/analyses/, s2s_ad/codegen/ and s2s_ad/frontend/)
+read a primitive's facts from its :class:`s2s_ad.rules.Rule` (``rank``,
+``batch``, ``vjp``, ``jvp``, ``linear``, ``mutates``...).  This test scans their
+source for string literals naming a rule (a key of ``rules.RULES``), and for
+the rule's Python function itself (``obj is np.stack``, ``{np.array: ...}``;
+calling it, ``np.ndim(v)``, computes a value and is allowed):
 
 - ``rules.RULES["np.add"]`` / ``INTERNAL[...]`` is *emission*: the transform
   builds code with that primitive (a cotangent sum, a tangent product).
@@ -21,8 +23,9 @@ import pytest
 from s2s_ad import rules
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "s2s_ad"
-# Every pass and analysis (a new module in these packages is scanned too).
-TRANSFORMS = ("transforms", "analyses", "frontend/anf", "codegen/adjoints.py")
+# Every pass, analysis, printer and the frontend (a new module in these packages is
+# scanned too).
+TRANSFORMS = ("transforms", "analyses", "codegen", "frontend")
 
 # Language plumbing the lowering itself creates, not NumPy functions a user
 # calls: indexing and index assignment, the join copy of branches and loops,
@@ -41,7 +44,10 @@ STRUCTURAL = {"getitem", "setitem", "copy", "dtype", "and", "or", "not", "len", 
 # read for their shape (Rule.shape_only), kept-axes and row-summed adjoints
 # (Rule.kept_vjp, Rule.row_sum_vjp); results shaped by their first operand alone
 # (Rule.shaped_by_first: shape-only liveness), contractions and scalings
-# (Rule.contraction, Rule.scales: moving a scalar factor onto a product's vector).
+# (Rule.contraction, Rule.scales: moving a scalar factor onto a product's vector); for the
+# printer, a sum of squares printed as one call (Rule.summed, Rule.total); for the frontend,
+# what a call of a comprehension builds or reduces (Rule.stacks_list, Rule.reduces_iterable,
+# Rule.total, Rule.shape "joined").
 
 def _emitted(node, parents):
     parent = parents.get(node)
@@ -52,9 +58,30 @@ def _emitted(node, parents):
     return False
 
 
+def _function_of_a_rule(node, parents):
+    """The rule name when ``node`` is ``np.f`` / ``builtins.f`` / ``math.f`` naming
+    the function a rule is declared for, not called there; else None."""
+    import builtins
+    import math
+
+    import numpy as np
+    modules = {"np": np, "numpy": np, "builtins": builtins, "math": math}
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in modules):
+        return None
+    parent = parents.get(node)
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return None
+    obj = getattr(modules[node.value.id], node.attr, None)
+    rule = rules.lookup(obj) if obj is not None else None
+    reduced = [r for r in rules.RULES.values() if obj is not None and r.reduces_iterable is obj]
+    return rule.name if rule is not None else (reduced[0].name if reduced else None)
+
+
 def named_primitives(filename):
-    """{name: [line, ...]} of string literals naming a rule, not emission, in a
-    module or in every module of a package (a folder: lines as ``file:line``)."""
+    """{name: [line, ...]} of string literals naming a rule, not emission, and of
+    references to a rule's function, in a module or in every module of a package
+    (a folder: lines as ``file:line``)."""
     path = ROOT / filename
     files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
     found = {}
@@ -66,6 +93,10 @@ def named_primitives(filename):
                     node.value in rules.RULES and not _emitted(node, parents):
                 where = node.lineno if f == path else f"{f.name}:{node.lineno}"
                 found.setdefault(node.value, []).append(where)
+            named = _function_of_a_rule(node, parents)
+            if named is not None:
+                where = node.lineno if f == path else f"{f.name}:{node.lineno}"
+                found.setdefault(named, []).append(where)
     return found
 
 
@@ -80,11 +111,13 @@ def test_transforms_name_no_new_primitive(filename):
 def test_the_scan_sees_a_named_primitive(tmp_path):
     """The scanner flags a comparison and skips emission (it can fail)."""
     (tmp_path / "t.py").write_text('def f(s):\n    x = rules.RULES["np.add"]\n'
-                                   '    return s.rule.name == "np.eye"\n')
+                                   '    return s.rule.name == "np.eye"\n'
+                                   'def g(obj, v):\n    return obj is np.stack, np.ndim(v)\n'
+                                   'M = {builtins.max: 1}\n')
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
-        assert named_primitives("t.py") == {"np.eye": [3]}
+        assert named_primitives("t.py") == {"np.eye": [3], "np.stack": [5], "np.max": [6]}
     finally:
         ROOT = saved
 
@@ -140,3 +173,20 @@ def test_an_unknown_kind_is_refused():
         Rule(name="t", params=("a",), operands=("a",), shape="squashed")
     with pytest.raises(ValueError, match="unknown batching kind"):
         Rule(name="t", params=("a",), operands=("a",), batch="sideways")
+
+
+def test_printer_and_frontend_facts_are_declared():
+    """The facts the printer's sum-of-squares fusion and the comprehension lowering
+    read are the rules' own (Rule.summed, Rule.stacks_list, Rule.reduces_iterable)."""
+    import builtins
+    assert rules.RULES["np.square"].summed == "rt.sum_squares"
+    assert not rules.RULES["np.exp"].summed and rules.RULES["np.sum"].total == "elements"
+    assert {r.name for r in rules.RULES.values() if r.stacks_list} == \
+        {"np.array", "np.asarray", "np.stack"}
+    assert rules.RULES["np.max"].reduces_iterable is builtins.max
+    assert rules.RULES["np.min"].reduces_iterable is builtins.min
+    for rule in rules.RULES.values():
+        if rule.summed:        # printed in the sum's place: the same axis and keepdims
+            assert rule.elementwise and len(rule.operands) == 1, rule.name
+        if rule.reduces_iterable is not None:
+            assert rule.shape == "reduced" and "axis" in rule.params, rule.name

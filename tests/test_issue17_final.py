@@ -119,8 +119,8 @@ def test_unsupported_call_is_reported_before_its_attribute():
     with pytest.raises(ad.NonDifferentiableError) as e:
         ad.grad(lib.unsupported_call)(X[0])
     msg = str(e.value)
-    assert "np.corrcoef()" in msg and UNSUPPORTED["np.corrcoef"] in msg
-    assert msg.index("np.corrcoef") < msg.index(".flat")
+    assert "np.vander()" in msg and UNSUPPORTED["np.vander"] in msg
+    assert msg.index("np.vander") < msg.index(".flat")
     assert e.value.filename.endswith("library_cases.py")
 
 

@@ -20,7 +20,7 @@ CASES = ["var_axis", "var_all", "std_keep", "var_method", "average_w", "average_
          "ptp_axis", "nan_stats", "diff2", "diff_axis0", "logaddexps", "flips", "moves",
          "rot", "rolls", "stacks", "atleasts", "takes", "broadcasts", "special", "lse",
          "xlogs", "elementwise", "convolutions", "correlations", "interpolations", "polynomials",
-         "vector_products", "math_reductions"]
+         "vector_products", "math_reductions", "covariances", "correlation_coefficients"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -46,7 +46,7 @@ def test_jvp(name):
 
 
 FAMILY = ["var_axis", "nan_stats", "flips", "stacks", "lse", "elementwise", "takes",
-          "convolutions", "polynomials"]
+          "convolutions", "polynomials", "covariances", "correlation_coefficients"]
 
 
 @pytest.mark.parametrize("method", ["loop", "vectorize"])

@@ -327,34 +327,37 @@ def sums_of_squares(fn_body, kept, live=()):
     sum is the only statement of the function reading ``t``, ``t`` is not in
     ``live`` (names read elsewhere: an adjoint sweep's), both are printed
     (ids in ``kept``), and only pure statements that leave ``x`` alone lie
-    between them in one block.  Returns ``{id(sum): x}`` and the squares'
-    ids, which are not printed.
+    between them in one block.  The sum is a rule whose ``total`` is
+    ``"elements"``; the square, a rule declaring the call that sums its
+    values (``Rule.summed``).  Returns ``{id(sum): (x, that call)}`` and the
+    squares' ids, which are not printed.
     """
     from ..analyses.dce import read_counts
     count = read_counts(fn_body)
     fused, squares = {}, set()
     for body in all_blocks(fn_body):
-        made = {}       # square's name -> (its statement's id, its operand)
+        made = {}       # square's name -> (its statement's id, its operand, its summed call)
         for s in body:
             if not isinstance(s, Prim) or s.rule.mutates or id(s) not in kept:
                 made = {}
                 continue
             arg = s.args[0] if s.args else None
-            if s.rule.name == "np.sum" and isinstance(arg, Var) and arg.name in made and \
+            if s.rule.total == "elements" and isinstance(arg, Var) and arg.name in made and \
                     count.get(arg.name) == 1 and arg.name not in live:
-                square, x = made.pop(arg.name)
-                fused[id(s)] = x
+                square, x, summed = made.pop(arg.name)
+                fused[id(s)] = (x, summed)
                 squares.add(square)
             made = {t: m for t, m in made.items() if m[1] not in s.targets}
-            if s.rule.name == "np.square" and isinstance(arg, Var):
-                made[s.targets[0]] = (id(s), arg.name)
+            if s.rule.summed and isinstance(arg, Var):
+                made[s.targets[0]] = (id(s), arg.name, s.rule.summed)
     return fused, squares
 
 
-def _sum_squares(s, x):
+def _sum_squares(s, fused):
     """``s``'s statement with its sum of ``np.square(x)`` as one call."""
+    x, summed = fused
     node = stmt(s)
-    node.value.func = name("rt.sum_squares")
+    node.value.func = name(summed)
     node.value.args[0] = name(x)
     return node
 
@@ -366,7 +369,7 @@ class Hooks:
     trips and save array elements in its primal sweep.
     """
     kept = None     # ids of the statements to print (None: all)
-    fused = {}      # id of a sum -> the operand whose squares it adds (sums_of_squares)
+    fused = {}      # id of a sum -> (the operand whose squares it adds, the call: sums_of_squares)
 
     def fuse_squares(self, fn_body, live=()):
         """Print sums of squares as one reduction (see sums_of_squares)."""

@@ -25,20 +25,23 @@ statement, as if the user had written the loop:
 The comprehension's variables do not leak: the names it binds get back the
 values they had before it.  Names the lowering introduces are fresh.
 """
+import ast
 import builtins
 import copy
 import inspect
 
 import gast
-import numpy as np
 
 from .. import rules
 from ..ir import Const, Tup, Var
 from ..rules.internal import STACK_LIKE
 from .desugar import Desugar
 
-_BUILD = {np.array: "np.array", np.asarray: "np.asarray", np.stack: "np.stack"}
-_REDUCE = {builtins.max: "np.max", builtins.min: "np.min"}
+
+def _reduction_of(obj):
+    """The rule that the builtin ``obj`` (``max``, ``min``) of an iterable is, or None
+    (Rule.reduces_iterable)."""
+    return next((r for r in rules.RULES.values() if r.reduces_iterable is obj), None)
 
 
 def _name(id_, store=False):
@@ -76,8 +79,8 @@ def refuse_list_operator(low, name, args, node):
     if not any(lists) or len(args) != 2:
         return
     other = args[lists.index(False)] if not all(lists) else None
-    concat = name == "np.add" and (other is None or isinstance(other, Tup))
-    repeat = name == "np.multiply" and isinstance(other, Const) and \
+    concat = name == rules.OPERATORS[ast.Add] and (other is None or isinstance(other, Tup))
+    repeat = name == rules.OPERATORS[ast.Mult] and isinstance(other, Const) and \
         isinstance(other.value, int) and not isinstance(other.value, bool)
     if concat or repeat:
         raise low.error(node, "a list built by a comprehension is an array here, so + and * "
@@ -95,6 +98,7 @@ def call(low, obj, node):
     if not (is_comprehension(arg) or named):
         return None
     keywords = {k.arg: k.value for k in node.keywords}
+    rule = rules.lookup(obj)
     if obj is builtins.sum and not set(keywords) - {"start"} and len(node.args) <= 2:
         start = node.args[1] if len(node.args) == 2 else keywords.get("start")
         start = Const(0) if start is None else low.expr(start)
@@ -103,32 +107,33 @@ def call(low, obj, node):
                                   node)
             return total if start == Const(0) else low.operator(gast.Add(), [start, total], node)
         return Lowering(low, arg).accumulate(start)
-    if obj is np.sum and is_comprehension(arg) and len(node.args) == 1 and \
-            set(keywords) <= {"axis"}:
+    if rule is not None and rule.total == "elements" and is_comprehension(arg) and \
+            len(node.args) == 1 and set(keywords) <= {"axis"}:
         axis = low.expr(keywords["axis"]) if "axis" in keywords else Const(None)
         if axis in (Const(0), Const(None)):
             total = Lowering(low, arg).accumulate(Const(0))
             if axis == Const(0):
                 return total
-            return low.emit_call(rules.RULES["np.sum"], [total], {}, node)
-    if obj in _REDUCE and len(node.args) == 1 and not keywords:
+            return low.emit_call(rule, [total], {}, node)
+    reduction = _reduction_of(obj)
+    if reduction is not None and len(node.args) == 1 and not keywords:
         stacked = low.env[arg.id] if named else Lowering(low, arg).build(mark=False)
         if isinstance(stacked, Tup):
             return None          # a static list: max(a, b, ...) as usual
-        return low.emit_call(rules.RULES[_REDUCE[obj]], [stacked], {"axis": Const(0)}, node)
-    if obj in _BUILD and len(node.args) == 1:
+        return low.emit_call(reduction, [stacked], {"axis": Const(0)}, node)
+    if rule is not None and rule.stacks_list and len(node.args) == 1:
         axis = keywords.get("axis")
-        if obj is np.stack and axis is not None and low.expr(axis) != Const(0):
-            raise low.error(node, "np.stack of a comprehension stacks on axis 0 here; stack on "
-                            "axis 0 and transpose the result (np.stack([...]).T)")
+        if "axis" in rule.params and axis is not None and low.expr(axis) != Const(0):
+            raise low.error(node, f"{rule.name} of a comprehension stacks on axis 0 here; stack "
+                            f"on axis 0 and transpose the result ({rule.name}([...]).T)")
         if named:        # a new array, as NumPy makes from a list
             return low.emit_call(rules.RULES["np.copy"], [low.env[arg.id]], {}, node)
         stacked = Lowering(low, arg).build(mark=False)
         if isinstance(stacked, Tup):
-            return low.emit_call(rules.RULES[_BUILD[obj]], [stacked], {}, node)
+            return low.emit_call(rule, [stacked], {}, node)
         return stacked
-    if obj is np.concatenate:
-        raise low.error(node, "np.concatenate of a comprehension is not supported; stack the "
+    if rule is not None and rule.shape == "joined":
+        raise low.error(node, f"{rule.name} of a comprehension is not supported; stack the "
                         "pieces instead (np.stack([...]), then .ravel() or np.reshape for the "
                         "shape you want), or write a loop that fills an array")
     if isinstance(arg, gast.GeneratorExp):

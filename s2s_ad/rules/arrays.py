@@ -37,10 +37,10 @@ _MINMAX_JVP = {"a": "rt.sum(rt.minmax_grad(np.ones_like(out), a, out, axis, keep
                     "axis, keepdims)"}
 nonlinear("np.max", np.max, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amax",
-          defaults=AXES, methods=("max",), also=(np.amax,), **REDUCTION)
+          defaults=AXES, methods=("max",), also=(np.amax,), reduces_iterable=max, **REDUCTION)
 nonlinear("np.min", np.min, ("a", "axis", "keepdims"), ("a",),
           {"a": "rt.minmax_grad(g, a, out, axis, keepdims)"}, _MINMAX_JVP, emit="rt.amin",
-          defaults=AXES, methods=("min",), also=(np.amin,), **REDUCTION)
+          defaults=AXES, methods=("min",), also=(np.amin,), reduces_iterable=min, **REDUCTION)
 
 # -- linear algebra --------------------------------------------------------
 linear("np.dot", np.dot, ("a", "b"), ("a", "b"),
@@ -75,7 +75,7 @@ linear("np.transpose", np.transpose, ("a", "axes"), ("a",),
 linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=True,
        shaped_by_first=True, **SAME)
 linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
-       shaped_by_first=True, **SAME)
+       shaped_by_first=True, stacks_list=True, **SAME)
 linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same", cheap=True)
 
 
@@ -107,9 +107,9 @@ def _array_vjp(i, items, g, params, atom):
 linear("np.concatenate", np.concatenate, ("arrays", "axis"), ("arrays",),
        {"arrays": _concatenate_vjp}, defaults={"axis": 0}, shape="joined", batch="concatenate")
 linear("np.stack", np.stack, ("arrays", "axis"), ("arrays",), {"arrays": _stack_vjp},
-       defaults={"axis": 0}, shape="stacked", batch="stack")
+       defaults={"axis": 0}, shape="stacked", batch="stack", stacks_list=True)
 linear("np.array", np.array, ("object",), ("object",), {"object": _array_vjp}, shape="stacked",
-       batch="array", from_list=True)
+       batch="array", from_list=True, stacks_list=True)
 
 # -- indexing ----------------------------------------------------------------
 # The reverse transform accumulates ``g`` into the indexed part of the
@@ -180,8 +180,13 @@ def _inner_rank(args, params):
     return None if None in args[:2] else max(args[0] + args[1] - 2, 0)
 
 
-def _one_more(args, params):
-    return None if args[0] is None else args[0] + 1
+def _expanded_rank(args, params):
+    """np.expand_dims: one more axis per entry of ``axis`` (an int or a tuple)."""
+    axis = params.get("axis")
+    items = getattr(axis, "items", None)
+    value = getattr(axis, "value", None)
+    count = len(items) if items is not None else len(value) if isinstance(value, tuple) else 1
+    return None if args[0] is None else args[0] + count
 
 
 for _name, _rank_rule in (("np.eye", lambda args, params: 2),
@@ -189,7 +194,7 @@ for _name, _rank_rule in (("np.eye", lambda args, params: 2),
                           ("np.shape", lambda args, params: 1),   # indexes like a 1-D array
                           ("np.outer", lambda args, params: 2),
                           ("np.ravel", lambda args, params: 1),
-                          ("np.expand_dims", _one_more),
+                          ("np.expand_dims", _expanded_rank),
                           ("np.dot", _product_rank), ("np.matmul", _product_rank),
                           ("np.inner", _inner_rank)):
     _registered(_name).rank = _rank_rule

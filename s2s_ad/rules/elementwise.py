@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .registry import Rule, elementwise, nondiff, register
+from .registry import RULES, Rule, elementwise, nondiff, register
 
 POS = "positive"     # sample inputs in (0.5, 2)
 UNIT = "unit"        # sample inputs in (-0.9, 0.9)
@@ -54,7 +54,8 @@ _UNARY = {
 for _fn, (_partial, _dom) in _UNARY.items():
     _obj = getattr(np, _fn)
     elementwise(f"np.{_fn}", _obj, ("x",), {"x": _partial}, samples=_dom,
-                cheap=_fn == "square")       # x * x
+                cheap=_fn == "square",       # x * x
+                summed="rt.sum_squares" if _fn == "square" else None)
 # |x|: partial sign(x) for real x.  For complex x its cotangent is Re(g) conj(x) / |x|
 # (JAX's convention) and its tangent Re(conj(x) dx) / |x|, a real number: neither is
 # a partial times the other, so both are declared (runtime/fft.py).
@@ -97,6 +98,18 @@ _MATH_DOMAIN = {"asin": UNIT, "acos": UNIT, "atanh": UNIT, "tan": UNIT, "log": P
 for _fn, _partial in _MATH.items():
     elementwise(f"math.{_fn}", getattr(math, _fn), ("x",), {"x": _partial},
                 samples=_MATH_DOMAIN.get(_fn))
+
+
+def _log_base_form(args, kwargs):
+    """``math.log(x, base)``: the library's form (log(x) / log(base))."""
+    if len(args) == 2:
+        from .library import elementwise as library_elementwise
+        from .library.registry import helper
+        return helper(library_elementwise.log_base)
+    return None
+
+
+RULES["math.log"].forms = _log_base_form
 elementwise("math.pow", math.pow, ("x", "y"),
             {"x": "y * math.pow(x, y - 1.0)", "y": "out * math.log(x)"}, samples=POS)
 elementwise("math.atan2", math.atan2, ("y", "x"),

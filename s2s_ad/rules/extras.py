@@ -37,7 +37,7 @@ def _scatter(rule, obj):
 _scatter(Rule(name="rt.add_at", params=("a", "indices", "b"), operands=("a", "b"),
               emit="rt.add_at", vjp={"a": "g", "b": "rt.unbroadcast(rt.take_at(g, indices), b)"},
               jvp={"a": "da", "b": "rt.add_at(rt.zeros_like(a), indices, db)"},
-              rank=_same_rank), rt.add_at)
+              rank=_same_rank, index_params=("indices",)), rt.add_at)
 _scatter(Rule(name="rt.take_at", params=("x", "indices"), operands=("x",), emit="rt.take_at",
               vjp={"x": "rt.add_at(rt.zeros_like(x), indices, g)"}, linear=True), rt.take_at)
 _scatter(Rule(name="rt.put_into", params=("a", "ind", "v", "mode"), operands=("a", "v"),

@@ -267,8 +267,55 @@ _multi("np.linalg.qr", la.qr, ("a",), (
           {"a": "rt.qr_q_jvp(da, a)"}, rank=_matrix, emit="rt.qr_q"),
     _decl("linalg.qr[R]", None, ("a",), ("a",), {"a": "rt.qr_r_grad(g, a)"},
           {"a": "rt.qr_r_jvp(da, a)"}, rank=_matrix, emit="rt.qr_r")))
-_decl("np.linalg.pinv", la.pinv, ("a", "rcond"), ("a",), {"a": "rt.pinv_grad(g, a, out)"},
-      {"a": "rt.pinv_jvp(da, a, out)"}, rank=_same_rank, defaults={"rcond": None})
+
+
+def _pinv_forms(args, kwargs):
+    """The library's forms of ``np.linalg.pinv``: ``hermitian=True`` (pinv of the
+    lower triangle mirrored), and the calls NumPy refuses (``rcond`` with ``rtol``,
+    ``rtol`` by position), refused at the user's line."""
+    import inspect
+
+    from .library import linalg as library_linalg
+    from .library.registry import Implementation
+    rcond = args[1] if len(args) > 1 else kwargs.get("rcond")
+    hermitian = args[2] if len(args) > 2 else kwargs.get("hermitian")
+    form = None
+    if len(args) > 3:
+        form = library_linalg.pinv_positional
+    elif "rtol" in kwargs and rcond is not None and _const(rcond, 0) is not None:
+        form = library_linalg.pinv_spellings
+    elif hermitian is not None and _const(hermitian, True) is not False:
+        form = library_linalg.pinv_hermitian
+    return form and Implementation("np.linalg.pinv", form, None, inspect.signature(form))
+
+
+# NumPy's defaults: rcond=None and rtol not given is a cutoff of 1e-15 (rt.pinv's rtol
+# default, so an omitted rcond or rtol prints nothing); rtol=None is max(M, N) * eps.
+_decl("np.linalg.pinv", la.pinv, ("a", "rcond", "hermitian", "rtol"), ("a",),
+      {"a": "rt.pinv_grad(g, a, out)"}, {"a": "rt.pinv_jvp(da, a, out)"}, rank=_same_rank,
+      defaults={"rcond": None, "hermitian": False, "rtol": 1e-15})
+RULES["np.linalg.pinv"].forms = _pinv_forms
+
+
+def _spelling_forms(name, form, keywords):
+    """A ``forms`` hook: a call passing any of ``keywords`` (by keyword or position)
+    is the library's ``form`` (s2s_ad/rules/library/linalg.py), named as NumPy's."""
+    def forms(args, kwargs):
+        import inspect
+
+        from .library import linalg as library_linalg
+        from .library.registry import Implementation
+        if len(args) > 1 or set(kwargs) & set(keywords):
+            fn = getattr(library_linalg, form)
+            return Implementation(name, fn, None, inspect.signature(fn))
+        return None
+    return forms
+
+
+RULES["np.linalg.cholesky"].forms = _spelling_forms("np.linalg.cholesky", "cholesky_upper",
+                                                    ("upper",))
+RULES["np.linalg.eigh"].forms = _spelling_forms("np.linalg.eigh", "eigh_uplo", ("UPLO",))
+RULES["np.linalg.qr"].forms = _spelling_forms("np.linalg.qr", "qr_mode", ("mode",))
 _LSTSQ = {"rcond": None}
 _multi("np.linalg.lstsq", la.lstsq, ("a", "b", "rcond"), (
     _decl("linalg.lstsq[x]", None, ("a", "b", "rcond"), ("a", "b"),
@@ -366,6 +413,23 @@ _EINSUM = register(Rule(
     emit="rt.einsum", vjp={"operands": _einsum_vjp},
     jvp={"operands": "rt.einsum_jvp(subscripts, operands, doperands)"},
     rank=_einsum_rank, batch=_einsum_batch, varargs=True), np.einsum)
+
+
+def _einsum_forms(args, kwargs):
+    """``optimize=`` (any value: the contraction order is always optimised for three
+    or more operands, and NumPy's value does not depend on it): the library's form
+    for that number of operands."""
+    if "optimize" not in kwargs:
+        return None
+    import inspect
+
+    from .library import linalg as library_linalg
+    from .library.registry import Implementation
+    fn = getattr(library_linalg, f"einsum_{len(args) - 1}", library_linalg.einsum_many)
+    return Implementation("np.einsum", fn, None, inspect.signature(fn))
+
+
+RULES["np.einsum"].forms = _einsum_forms
 
 
 # -- the helpers JVP templates call (forward-mode code is lowered code too) -----------------

@@ -116,6 +116,16 @@ class Rule:
                                       # of the result
     scales: tuple = ()                # operands a scalar other operand multiplies or divides
                                       # elementwise (np.multiply: x1 and x2; np.divide: x1)
+    summed: str = None                # a runtime call printed for a sum (Rule.total "elements")
+                                      # of its values: the same call on its operand, no full-size
+                                      # temporary (np.square: rt.sum_squares(x, axis, keepdims))
+    stacks_list: bool = False         # called on one list of arrays, gives them stacked on a new
+                                      # first axis (np.array, np.stack): of a comprehension, the
+                                      # comprehension's array
+    reduces_iterable: Any = None      # the Python builtin that is this reduction over an
+                                      # iterable's items (np.max: max(xs) is np.max(xs, axis=0))
+    index_params: tuple = ()          # parameters read as an index: a list display there is
+                                      # an index array, a tuple one index per axis (np.add.at)
 
     def __post_init__(self):
         if self.shape is not None and self.shape not in SHAPES:

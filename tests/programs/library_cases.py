@@ -65,7 +65,8 @@ def rot(x):
 
 
 def rolls(x):
-    return np.roll(x, 1) + 2.0 * np.roll(x, -1, axis=1)
+    return np.roll(x, 1) + 2.0 * np.roll(x, -1, axis=1) + 3.0 * np.roll(x, (1, 2), (0, 1)) + \
+        np.roll(x, shift=1, axis=(1, 0))
 
 
 def stacks(x):
@@ -130,7 +131,23 @@ def vector_products(x):
 
 def math_reductions(x):
     return math.fsum(x[0]) * math.prod(x[1]) + math.dist(x[2], x[0]) + \
-        math.prod(x[0], start=2.0)
+        math.prod(x[0], start=2.0) + math.log(x[1, 1], 2.0) + math.log(3.0, x[2, 2])
+
+
+FW = np.array([1.0, 2.0, 1.0, 3.0])   # (NumPy multiplies fweights by aweights in place:
+AW = np.array([0.5, 1.0, 2.0, 0.3])   # a new array where both are given)
+
+
+def covariances(x):
+    return np.cov(x) + np.cov(x, bias=True) * 0.5 + np.cov(x[:, :3], x[:, 1:], False)[:3, 3:] + \
+        np.cov(x, None, True, False, 2, np.array([1.0, 2.0, 1.0, 3.0]), AW) + \
+        np.cov(x, aweights=AW, ddof=0) + \
+        np.sum(np.cov(x[0], x[2])[1:, :] @ np.cov(x[1:], fweights=FW)) * 0.1 + np.cov(x[1])
+
+
+def correlation_coefficients(x):
+    return np.corrcoef(x) + np.corrcoef(x[:, 1:], x[:, :3], rowvar=False)[1:4, 2:5] + \
+        np.corrcoef(x[0], x[2])[0, 1] + np.corrcoef(x[1])
 
 
 def out_kwarg(x):
@@ -143,7 +160,7 @@ def bad_kwarg(x):
 
 
 def unsupported_call(x):
-    return np.sum(np.corrcoef(x, x).flat)
+    return np.sum(np.vander(x[0]).flat)
 
 
 def no_rule(x):

@@ -189,6 +189,9 @@ class Calls:
             if not rule.view and isinstance(value, Var):
                 rule = rules.RULES["np.copy"]    # np.array of an array copies it
                 bound = {rule.operands[0]: value}
+        for p in rule.index_params:
+            if isinstance(bound.get(p), Tup) and bound[p].is_list:
+                bound[p] = self.array_of(bound[p], node)    # an index array, as NumPy reads it
         for p in rule.operands:
             if isinstance(bound.get(p), Tup) and not callable(rule.vjp.get(p)):
                 # NumPy reads a list where it wants an array as np.array(list).

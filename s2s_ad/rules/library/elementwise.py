@@ -1,4 +1,6 @@
 """Elementwise NumPy functions written over ruled ufuncs."""
+import math
+
 import numpy as np
 
 from .registry import implements
@@ -48,3 +50,8 @@ def copysign(x1, x2):
 def heaviside(x1, x2):
     """0 below zero, 1 above, ``x2`` at zero: no derivative in ``x1``."""
     return np.where(x1 < 0, 0.0, np.where(x1 > 0, 1.0, x2))
+
+
+def log_base(x, base):
+    """``math.log(x, base)`` (the rule's two-argument form): log(x) / log(base)."""
+    return math.log(x) / math.log(base)

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ._axes import flip_index, moved, normalize, one_axis, swapped, unsupported
-from .registry import implements
+from .registry import implements, static
 
 
 @implements(np.flip)
@@ -137,10 +137,33 @@ def _columns(tup):
     return (_column(tup[0]),) + (_columns(tup[1:]) if len(tup) > 1 else ())
 
 
+@static
+def _several_axes(axis):
+    return isinstance(axis, (tuple, list))
+
+
+@static
+def _roll_pairs(shift, axis):
+    """NumPy's broadcast of ``shift`` against a tuple ``axis``: (shift, axis) pairs."""
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,) * len(axis)
+    if len(shifts) != len(axis):
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences of the same "
+                         "length")
+    return tuple(zip(shifts, axis))
+
+
+def _roll_each(a, pairs, j):
+    b = np.roll(a, pairs[j][0], pairs[j][1])
+    return _roll_each(b, pairs, j + 1) if j + 1 < len(pairs) else b
+
+
 @implements(np.roll)
 def roll(a, shift, axis=None):
-    """Two slices concatenated along ``axis`` (of the flattened array: None)."""
-    if axis is None:      # the new (contiguous) flat array reshaped: Numba reshapes no view
+    """Two slices concatenated along ``axis`` (of the flattened array: None); a tuple
+    of axes rolls each in turn (``shift`` a constant or one per axis)."""
+    if _several_axes(axis):
+        result = _roll_each(a, _roll_pairs(shift, axis), 0)
+    elif axis is None:      # the new (contiguous) flat array reshaped: Numba reshapes no view
         flat = np.ravel(a)
         k = np.size(a) - shift % np.size(a)
         result = np.reshape(np.concatenate((flat[k:], flat[:k])), np.shape(a))
