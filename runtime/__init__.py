@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     _nb_special,
 )
 from . import accumulate as _accumulate
+from . import batch_index as _batch_index
 from . import bessel as _bessel
 from . import fft as _fft
 from . import linalg as _linalg
@@ -146,3 +147,6 @@ __all__ += list(_bessel.EXPORTS)
 # np.fft and the cotangents of np.real / np.imag / np.conj.
 globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
 __all__ += list(_fft.EXPORTS)
+# Batched indexing (ad.vmap's vectorized lowering of index arrays).
+globals().update((_n, getattr(_batch_index, _n)) for _n in _batch_index.EXPORTS)
+__all__ += list(_batch_index.EXPORTS)

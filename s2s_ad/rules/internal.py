@@ -69,6 +69,11 @@ BDOT = _product("bdot", "bdot_grad")
 BMATMUL = _product("bmatmul", "bdot_grad")
 BINNER = _product("binner", "binner_grad")
 BOUTER = _product("bouter", "bouter_grad")
+#: An index array as integer positions for a batched gather (a per-example mask: refused).
+BATCH_POSITIONS = _batching("batch_positions", ("i", "batched", "where"), operands=("i",))
+#: Each example reshaped to a per-example shape held in a variable.
+BATCH_RESHAPE = _batching("batch_reshape", ("a", "shape"), {"a": "rt.reshape_like(g, a)"},
+                          operands=("a",))
 BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"),
                                  {"t": "rt.batch_unbroadcast(g, t)"}, operands=("t", "x"))
 
