@@ -60,7 +60,14 @@ EXPORTS = ("index_take", "index_take_grad", "index_put", "index_written")
 
 def _kind(x, index):
     """"mask" (over all axes), "rows" (a mask over the leading axes), "positions" (an
-    N-d integer array) or None (what Numba indexes itself)."""
+    N-d integer array), "tuple" (integers and integer arrays of one shape, one per
+    leading axis, an N-d one among them) or None (what Numba indexes itself)."""
+    if isinstance(index, types.BaseTuple) and isinstance(x, types.Array) and \
+            0 < len(index) <= x.ndim and all(
+                isinstance(t, types.Integer) or (isinstance(t, types.Array) and isinstance(
+                    t.dtype, types.Integer)) for t in index) and \
+            any(isinstance(t, types.Array) and t.ndim > 1 for t in index):
+        return "tuple"
     if not isinstance(index, types.Array) or not isinstance(x, types.Array):
         return None
     if isinstance(index.dtype, types.Boolean):
@@ -76,12 +83,30 @@ def _kind(x, index):
     return None
 
 
-def _flat(kind, x, k):
+def _flat(kind, x, index):
     """Source binding ``flat`` (the 1-D index) and ``xs`` (array ``x`` with one leading
-    axis for it), after checking a mask's shape.  ``xs`` is a view of ``x`` when ``x`` is
-    new storage (``z``, ``out``: written through ``xs``), else of a contiguous copy."""
+    axis for it), after checking a mask's shape, and for integer positions ``shape``
+    (the index arrays' shape).  ``xs`` is a view of ``x`` when ``x`` is new storage
+    (``z``, ``out``: written through ``xs``), else of a contiguous copy."""
     src = "    flat = np.ascontiguousarray(index).reshape(index.size)\n"
     arr = x if x in ("z", "out") else f"np.ascontiguousarray({x})"
+    if kind == "tuple":         # the positions in x's leading axes, counted row-major
+        n = len(index)
+        first = next(i for i, t in enumerate(index) if isinstance(t, types.Array))
+        src = (f"    shape = index[{first}].shape\n"
+               f"    flat = np.zeros(index[{first}].size, np.intp)\n")
+        for i, t in enumerate(index):
+            if isinstance(t, types.Array):
+                src += (f"    if index[{i}].shape != shape:\n"
+                        "        raise IndexError('s2s_ad: under ad.jit, index arrays of "
+                        "more than one dimension must have one shape')\n"
+                        f"    flat = flat * {x}.shape[{i}] + np.ascontiguousarray(index[{i}])"
+                        f".reshape(index[{i}].size) % {x}.shape[{i}]\n")
+            else:
+                src += f"    flat = flat * {x}.shape[{i}] + index[{i}] % {x}.shape[{i}]\n"
+        lead = " * ".join(f"{x}.shape[{i}]" for i in range(n))
+        return src + f"    xs = {arr}.reshape(({lead},) + {x}.shape[{n}:])\n"
+    k = getattr(index, "ndim", 0)
     if kind == "mask":
         return (f"    if index.shape != {x}.shape:\n"
                 "        raise IndexError('boolean index does not match the indexed array')\n"
@@ -90,7 +115,7 @@ def _flat(kind, x, k):
         return (f"    if index.shape != {x}.shape[:{k}]:\n"
                 "        raise IndexError('boolean index does not match the indexed array')\n"
                 + src + f"    xs = {arr}.reshape((index.size,) + {x}.shape[{k}:])\n")
-    return src + f"    xs = {x}\n"
+    return src + f"    xs = {x}\n    shape = index.shape\n"
 
 
 @overload(index_take)
@@ -98,9 +123,9 @@ def _index_take(x, index):
     kind = _kind(x, index)
     if kind is None:
         return lambda x, index: x[index]
-    body = ("    return np.ascontiguousarray(xs[flat]).reshape(index.shape + x.shape[1:])\n"
-            if kind == "positions" else "    return xs[flat]\n")
-    return compile_impl("def impl(x, index):\n" + _flat(kind, "x", index.ndim) + body)
+    body = ("    return np.ascontiguousarray(xs[flat]).reshape(shape + xs.shape[1:])\n"
+            if kind in ("positions", "tuple") else "    return xs[flat]\n")
+    return compile_impl("def impl(x, index):\n" + _flat(kind, "x", index) + body)
 
 
 @overload(index_take_grad)
@@ -111,10 +136,10 @@ def _index_take_grad(g, x, index):
         return compile_impl("def impl(g, x, index):\n" + zeros +
                             "    index_add(z, index, g)\n    return z\n",
                             {"index_add": index_add})
-    src = "def impl(g, x, index):\n" + zeros + _flat(kind, "z", index.ndim)
-    if kind == "positions" and isinstance(g, types.Array):
+    src = "def impl(g, x, index):\n" + zeros + _flat(kind, "z", index)
+    if kind in ("positions", "tuple") and isinstance(g, types.Array):
         src += ("    index_add(xs, flat, np.ascontiguousarray(g).reshape((flat.size,) + "
-                "x.shape[1:]))\n")
+                "xs.shape[1:]))\n")
     else:
         src += "    index_add(xs, flat, g)\n"
     return compile_impl(src + "    return z\n", {"index_add": index_add})
@@ -129,18 +154,21 @@ def _index_put(a, index, v):
             out[index] = v
             return out
         return plain
-    rest = a.ndim - (a.ndim if kind == "mask" else index.ndim if kind == "rows" else 1)
-    items = 1 if kind != "positions" else index.ndim      # the index's axes in v
+    if kind == "tuple":
+        rest, items = a.ndim - len(index), max(getattr(t, "ndim", 0) for t in index)
+    else:                                   # the index's axes in x, and in v
+        rest = a.ndim - {"mask": a.ndim, "rows": index.ndim, "positions": 1}[kind]
+        items = index.ndim if kind == "positions" else 1
     if isinstance(v, types.Array) and v.ndim > rest + items:
         raise TypingError(f"s2s_ad: under ad.jit, x[index] = v: a {v.ndim}-D v does not fit "
                           f"the {rest + items} dimensions x[index] has")
-    src = ("def impl(a, index, v):\n    out = a.copy()\n" + _flat(kind, "out", index.ndim))
+    src = ("def impl(a, index, v):\n    out = a.copy()\n" + _flat(kind, "out", index))
     if isinstance(v, types.Array) and v.ndim == rest + items:   # a value per position
         shape = "(v.size,)" if rest == 0 else "(v.size // xs[0].size,) + xs.shape[1:]"
         src += (f"    vs = np.ascontiguousarray(v).reshape({shape})\n"
                 "    n = 0\n"
                 "    for k in range(flat.shape[0]):\n"
-                + ("        n += 1\n" if kind == "positions" else
+                + ("        n += 1\n" if kind in ("positions", "tuple") else
                    "        if flat[k]:\n            n += 1\n")
                 + "    if vs.shape[0] != n and vs.shape[0] != 1:\n"
                 "        raise ValueError('x[index] = v: v does not have one value per "
@@ -150,10 +178,11 @@ def _index_put(a, index, v):
     else:                                                       # one value for all
         src += "    vs = v\n"
         value = "vs"
-    at = "xs[flat[k]]" if kind == "positions" else "xs[k]"
+    positions = kind in ("positions", "tuple")
+    at = "xs[flat[k]]" if positions else "xs[k]"
     src += ("    j = 0\n"
             "    for k in range(flat.shape[0]):\n"
-            + (f"        {at} = {value}\n        j += 1\n" if kind == "positions" else
+            + (f"        {at} = {value}\n        j += 1\n" if positions else
                f"        if flat[k]:\n            {at} = {value}\n            j += 1\n")
             + "    return out\n")
     return compile_impl(src)
@@ -164,8 +193,8 @@ def _index_written(b, index):
     kind = _kind(b, index)
     if kind is None:
         return lambda b, index: written(b, index)
-    src = "def impl(b, index):\n" + _flat(kind, "b", index.ndim)
-    if kind == "positions":     # the last write of a repeated position wins
+    src = "def impl(b, index):\n" + _flat(kind, "b", index)
+    if kind in ("positions", "tuple"):     # the last write of a repeated position wins
         return compile_impl(src + "    return np.ascontiguousarray(written(xs, flat))"
-                            ".reshape(index.shape + b.shape[1:])\n", {"written": written})
+                            ".reshape(shape + xs.shape[1:])\n", {"written": written})
     return compile_impl(src + "    return xs[flat]\n")    # a mask selects each position once

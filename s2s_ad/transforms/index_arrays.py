@@ -3,7 +3,8 @@
 Receives a lowered function and its parameters' ranks; returns it with
 every ``x[index]`` and ``x[index] = v`` whose index is one array of known
 rank two or more -- a boolean mask over several axes (``x[x > 0]`` for a
-matrix), an N-d integer array -- written with the runtime helpers of
+matrix), an N-d integer array -- or integer arrays of one shape on the
+leading axes, one of them N-d (``x[i2d, j2d]``), written with the runtime helpers of
 ``runtime/index_arrays.py``, which Numba compiles (its own ``x[mask]``
 takes a 1-D mask only, and no N-d integer index is differentiated):
 
@@ -19,7 +20,7 @@ from dataclasses import replace
 
 from .. import rules
 from ..analyses import ranks as rank_inference
-from ..ir import Const, Prim, Rewriter, Var
+from ..ir import Const, Prim, Rewriter, Tup, Var
 from ..rules.internal import INDEX_PUT, INDEX_TAKE
 
 
@@ -43,6 +44,12 @@ class _Rewrite(Rewriter):
         self.changed = False
 
     def _array_index(self, index):
+        """One array of rank 2 or more, or integers and index arrays (no slices), one of
+        them of rank 2 or more (``x[i2d, j2d]``)."""
+        if isinstance(index, Tup):
+            ranks = [rank_inference.rank_of(p, self.ranks) for p in index.items]
+            return all(isinstance(p, Var) or (isinstance(p, Const) and type(p.value) is int)
+                       for p in index.items) and None not in ranks and max(ranks) >= 2
         return isinstance(index, Var) and (rank_inference.rank_of(index, self.ranks) or 0) >= 2
 
     def stmt_Prim(self, s, out):

@@ -123,6 +123,12 @@ def positions_2d(x, idx):
     return np.sum(y * x)
 
 
+def pairs_2d(x, i, j):
+    y = x * 1.0
+    y[i, j] = np.sin(x[i, j]) * 2.0
+    return np.sum(y * x)
+
+
 MASKS = [
     (mask_read, lambda r: (r.normal(size=(4, 5)), r.normal(size=(4, 5)) > 0), 0),
     (mask_read, lambda r: (r.normal(size=(4, 5, 3)), r.normal(size=(4, 5)) > 0), 0),
@@ -131,17 +137,21 @@ MASKS = [
     (mask_add, lambda r: (r.normal(size=(4, 5)), r.normal(size=(4, 5)) > 0), 0),
     (mask_of_values, lambda r: (r.normal(size=(4, 5)),), 0),
     (positions_2d, lambda r: (r.normal(size=(5, 3)), np.array([[1, 3], [0, 3]])), 0),
+    (pairs_2d, lambda r: (r.normal(size=(4, 5, 3)), np.array([[1, 3], [0, 3]]),
+                          np.array([[0, 4], [1, 4]])), 0),
 ]
 
 
 
 IDX = np.array([[1, 3], [0, 3]])
+JDX = np.array([[0, 2], [1, 2]])
 
 
 def compiled_masks(x, x3, y):
     """A read, a write and an update through masks over all / the leading axes, and
     through an N-d integer array, in one loss (one Numba build per compiled check)."""
-    return mask_write(x, x > 0.2) + mask_read(x3, x3[:, :, 0] > 0.0) + positions_2d(y, IDX)
+    return (mask_write(x, x > 0.2) + mask_read(x3, x3[:, :, 0] > 0.0) + positions_2d(y, IDX)
+            + pairs_2d(y, IDX, JDX))
 
 
 def compiled_masks_args(r):
