@@ -149,7 +149,7 @@ JDX = np.array([[0, 2], [1, 2]])
 
 def compiled_masks(x, x3, y):
     """A read, a write and an update through masks over all / the leading axes, and
-    through an N-d integer array, in one loss (one Numba build per compiled check)."""
+    through N-d integer arrays, in one loss (one Numba build per compiled check)."""
     return (mask_write(x, x > 0.2) + mask_read(x3, x3[:, :, 0] > 0.0) + positions_2d(y, IDX)
             + pairs_2d(y, IDX, JDX))
 
