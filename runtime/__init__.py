@@ -22,8 +22,10 @@ from . import (  # noqa: F401
     _nb_special,
 )
 from . import accumulate as _accumulate
+from . import batch_index as _batch_index
 from . import bessel as _bessel
 from . import fft as _fft
+from . import index_arrays as _index_arrays
 from . import linalg as _linalg
 from . import scans as _scans
 from . import selection as _selection
@@ -146,3 +148,8 @@ __all__ += list(_bessel.EXPORTS)
 # np.fft and the cotangents of np.real / np.imag / np.conj.
 globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
 __all__ += list(_fft.EXPORTS)
+# Batched indexing (ad.vmap's vectorized lowering of index arrays).
+globals().update((_n, getattr(_batch_index, _n)) for _n in _batch_index.EXPORTS)
+__all__ += list(_batch_index.EXPORTS)
+globals().update((_n, getattr(_index_arrays, _n)) for _n in _index_arrays.EXPORTS)
+__all__ += list(_index_arrays.EXPORTS)

@@ -19,6 +19,7 @@ from .runtime.elementwise import TRANSCENDENTAL
 from .transforms import (
     batch,
     forward,
+    index_arrays,
     mixed,
     nested_calls,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
     scalarize,
@@ -85,6 +86,8 @@ def normalize(st):
     else:
         st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request))
         st.fn = scalings.move_scalings(st.fn, _leaf_ranks(st))
+        if st.request.target == "cpu" and not any(a == "vmap" for a, _ in st.request.layers):
+            st.fn = index_arrays.lower(st.program, st.fn, _leaf_ranks(st))
     st.module = ModuleBuilder(st.program)
     st.out_tree = st.fn.out_tree
     return _anf_text(st)

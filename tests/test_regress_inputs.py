@@ -340,13 +340,13 @@ def test_mask_reads(backend):
                                np.where(X[:, :1] > 0, 3 * X ** 2, 0.0))
 
 
-def test_full_mask_under_jit_names_the_line():
+def test_full_mask_under_jit():
+    """A mask over both axes: under jit, rt.index_take and its cotangent
+    (docs/batched_indexing.md); before, an UnsupportedSyntaxError at the line."""
     X = np.arange(12.0).reshape(3, 4) / 5 - 1
-    np.testing.assert_allclose(ad.grad(mask_2d)(X), np.where(X > 0.5, 2 * X, 0.0))
-    with pytest.raises(ad.UnsupportedSyntaxError) as info:
-        ad.jit(ad.grad(mask_2d))(X)
-    assert info.value.lineno == mask_2d.__code__.co_firstlineno + 1
-    assert "Numba" in str(info.value)
+    want = np.where(X > 0.5, 2 * X, 0.0)
+    np.testing.assert_allclose(ad.grad(mask_2d)(X), want)
+    np.testing.assert_allclose(ad.jit(ad.grad(mask_2d))(X), want)
 
 
 def test_stacked_matmul_under_jit():

@@ -163,7 +163,6 @@ def _ident(text):
 
 # Refusals (regexes of the reason) and bugs (xfail reasons; file:line of the cause).
 DOT_3D = "with more than 2 dimensions"
-ADV_SPLIT = "integer-array indices separated by slices"
 NOT_OP = "not has no batching rule"
 FLOAT_CAST_DTYPE = ("float(x) of a float32 value: per example a Python float (float64), "
                     "vectorized a float32 array (transforms/batch.py _same: float becomes a copy)")
@@ -320,7 +319,6 @@ def _shape_ops():
         P("np.reshape", "method_varargs", "a", "a.reshape(2, 10)", F(*M)),
         P("np.reshape", "int_variable", "a n", "np.reshape(a, (n, -1))", F(*M), K(2)),
         P("np.reshape", "shape_variable", "a b", "np.reshape(a, np.shape(b))", F(*M), F(*M),
-          expect="refuse", why="a reshape to a shape held in a variable",
           axes=[(0, 0), (0, None), (1, 0)]),
         P("np.reshape", "shape_variable_shared", "a b", "np.reshape(a, np.shape(b))", F(*M),
           F(*M), axes=[(None, 0)]),
@@ -412,14 +410,77 @@ def _indexing():
         P("getitem", "int_arrays_adjacent", "x ia ib", "x[ia, ib]", F(*M), K(ia), K(ib)),
         P("getitem", "mask", "x m", "x[m]", F(6), K(np.array([1, 0, 1, 1, 0, 1], bool))),
         P("getitem", "unpack", "x", "a, b, c, d = x\nreturn a * b + c * d", F(4)),
-        P("getitem", "int_arrays_split", "x ia ib", "x[ia, :, ib]", F(*T), K(ia), K(ib),
-          expect="refuse", why=ADV_SPLIT, dtypes=("float64",)),
-        P("getitem", "int_and_array_split", "x ib", "x[1, :, ib]", F(*T), K(ib),
-          expect="refuse", why=ADV_SPLIT, dtypes=("float64",)),
+        P("getitem", "int_arrays_split", "x ia ib", "x[ia, :, ib]", F(*T), K(ia), K(ib)),
+        P("getitem", "int_and_array_split", "x ib", "x[1, :, ib]", F(*T), K(ib)),
         P("getitem", "batched_slice", "x i", "x[i:i + 2]", F(6), I(4), expect="refuse",
           why="indexing at batched positions", axes=[(0, 0), (None, 0)]),
-        P("getitem", "batched_int_tuple", "x i", "x[i, 0]", F(*M), I(5), expect="refuse",
-          why="indexing at batched positions", axes=[(0, 0), (None, 0)]),
+        P("getitem", "batched_int_tuple", "x i", "x[i, 0]", F(*M), I(5)),
+    ]
+
+
+def _batched_indexing():
+    """Index arrays that differ per example, writes and scatters through them, and the
+    library functions written over them (transforms/batch_index.py): one gather over the
+    batch, checked for every in_axes combination (batched array, batched index, both)."""
+    mask = np.array([[1, 0, 1, 1], [0, 0, 1, 0], [1, 1, 1, 1], [0, 1, 0, 0], [1, 0, 0, 1]],
+                    bool)
+    return [
+        P("getitem", "index_array", "x i", "x[i]", F(6), I(6, 4)),
+        P("getitem", "index_array_rows", "x i", "x[i]", F(*M), I(5, 3)),
+        P("getitem", "index_array_2d", "x i", "x[i]", F(6), I(6, 2, 3)),
+        P("getitem", "index_arrays_two", "x i j", "x[i, j]", F(*M), I(5, 3), I(4, 3)),
+        P("getitem", "index_arrays_broadcast", "x i j", "x[i, j]", F(*M), I(5, 2, 1), I(4, 3)),
+        P("getitem", "index_array_columns", "x i", "x[:, i]", F(*M), I(4, 3)),
+        P("getitem", "index_array_middle", "x i", "x[:, i, 1:]", F(*T), I(5, 3)),
+        P("getitem", "index_arrays_split", "x i j", "x[i, :, j]", F(*T), I(2, 3), I(4, 3)),
+        P("getitem", "int_and_index_array", "x k i", "x[k, i]", F(*M), I(5), I(4, 3)),
+        P("getitem", "int_and_index_array_split", "x k i", "x[k, :, i]", F(*T), I(2), I(4, 3)),
+        P("getitem", "index_array_ellipsis", "x i", "x[..., i]", F(*T), I(4, 3)),
+        P("getitem", "ix", "x i j", "x[np.ix_(i, j)]", F(*M), I(5, 2), I(4, 3)),
+        P("getitem", "index_array_then_columns", "x i j", "x[i][:, j]", F(*M), I(5, 2),
+          I(4, 3)),
+        P("getitem", "index_array_times", "x i", "x[i] * x[0]", F(6), I(6, 4)),
+        P("getitem", "mask_shared_2d", "x m", "x[m]", F(*M), K(mask)),
+        P("getitem", "mask_shared_1d", "x m", "np.sum(x[m] * 2.0)", F(6),
+          K(np.array([1, 0, 1, 1, 0, 1], bool))),
+        P("getitem", "mask_with_index_array", "x m i", "x[m, i]", F(6, 4),
+          K(np.array([1, 0, 1, 1, 0, 1], bool)), I(4, 4), axes=[(0, None, 0), (None, None, 0)]),
+        P("getitem", "mask_per_example", "x", "np.sum(x[x > 0.0])", F(6), expect="refuse",
+          why="ragged; write np.where"),
+        P("setitem", "index_array", "x i v", "y = x * 1.0\ny[i] = v\nreturn y", F(6), I(6, 3),
+          F(3)),
+        P("setitem", "index_array_scalar", "x i c", "y = x * 1.0\ny[i] = c\nreturn y", F(6),
+          I(6, 3), F()),
+        P("setitem", "index_array_columns", "x i v", "y = x * 1.0\ny[:, i] = v\nreturn y",
+          F(*M), I(4, 2), F(5, 2)),
+        P("setitem", "index_array_columns_row", "x i v", "y = x * 1.0\ny[:, i] = v\nreturn y",
+          F(*M), I(4, 2), F(2)),
+        P("setitem", "index_arrays_two", "x i j v",
+          "y = x * 1.0\ny[i, j] = v * v\nreturn y * x", F(*M), I(5, 3), I(4, 3), F(3)),
+        P("setitem", "index_array_augmented", "x i v", "y = x * 1.0\ny[i] += v\nreturn y",
+          F(*M), I(5, 3), F(4)),
+        P("np.add.at", "index_array", "x i v", "y = x * 1.0\nnp.add.at(y, i, v)\nreturn y",
+          F(6), I(6, 4), F(4)),
+        P("np.add.at", "rows", "x i v", "y = x * 1.0\nnp.add.at(y, i, v)\nreturn y", F(*M),
+          I(5, 3), F(3, 4)),
+        P("np.add.at", "row_value", "x i v", "y = x * 1.0\nnp.add.at(y, i, v)\nreturn y",
+          F(*M), I(5, 3), F(4)),
+        P("np.add.at", "two_arrays", "x i j v",
+          "y = x * 1.0\nnp.add.at(y, (i, j), v)\nreturn y", F(*M), I(5, 3), I(4, 3), F(3)),
+        P("np.add.at", "scalar", "x i c", "y = x * 1.0\nnp.add.at(y, i, c)\nreturn y", F(6),
+          I(6, 4), F()),
+        P("np.add.at", "into_zeros", "i v", "y = np.zeros(6)\nnp.add.at(y, i, v)\nreturn y",
+          I(6, 4), F(4)),
+        P("np.put", "shared_positions", "x v",
+          "y = x * 1.0\nnp.put(y, np.array([4, 1]), v)\nreturn y", F(6), F(2)),
+        P("np.roll", "flat", "x", "np.roll(x, 2) * x", F(*M)),
+        P("np.roll", "flat_vector", "x", "np.roll(x, -1)", F(6)),
+        P("np.take", "flat", "x i", "np.take(x, i)", F(*M), I(20, 3)),
+        P("np.take", "axis1", "x i", "np.take(x, i, axis=1)", F(*M), I(4, 3)),
+        # float64 only: NumPy's np.interp returns float64 for float32 inputs, the library's
+        # (rules/library/numeric.py) keeps float32 (unbatched too).
+        P("np.interp", "fn", "x d fp", "np.interp(x, np.cumsum(np.abs(d)), fp)", F(5), F(4),
+          F(4), dtypes=("float64",)),
     ]
 
 
@@ -449,11 +510,9 @@ def _writes():
         P("setitem", "into_shared_arg", "w c", "w[0] = c\nreturn w * 2.0", F(*V), F(),
           axes=[(None, 0)], dtypes=("float64",)),
         P("setitem", "batched_position", "x i c", "y = x * 1.0\ny[i] = c\nreturn y", F(*V),
-          I(4), F(), expect="refuse", why="an element write at a batched position",
-          axes=[(0, 0, 0), (None, 0, None)]),
+          I(4), F()),
         P("setitem", "split_int_arrays", "x ia ib v", "y = x * 1.0\ny[ia, :, ib] = v\nreturn y",
-          F(*T), K(np.array([1, 0])), K(np.array([3, 1])), F(2, 5), expect="refuse",
-          why=ADV_SPLIT),
+          F(*T), K(np.array([1, 0])), K(np.array([3, 1])), F(2, 5)),
     ]
 
 
@@ -506,10 +565,9 @@ def _constructors_and_queries():
         P("np.argmin", "axis1", "x", "np.argmin(x, axis=1)", F(*M)),
         P("np.argmin", "no_axis", "x", "x[np.argmin(x)]", F(*V), expect="refuse",
           why="np.argmin without an axis"),
-        # argsort batches along its axis; gathering with its (batched) result by
-        # indexing is refused -- np.take_along_axis gathers it (see _scans).
-        P("np.argsort", "fn", "x", "x[np.argsort(x)]", F(*V), expect="refuse",
-          why="indexing at batched positions"),
+        # argsort batches along its axis; indexing with its (batched) result is a
+        # gather (transforms/batch_index.py), as np.take_along_axis is (see _scans).
+        P("np.argsort", "fn", "x", "x[np.argsort(x)]", F(*V)),
         P("np.argsort", "times", "x", "x * np.argsort(x)", F(*V)),
         P("np.argsort", "axis0", "x", "np.argsort(x, axis=0)", F(*M)),
         P("np.argsort", "axis_none", "x", "np.argsort(x, axis=None)", F(*M)),
@@ -710,7 +768,7 @@ def _fft():
 
 
 ARRAY_PROGRAMS = ([p for r in ("sum", "mean", "prod", "max", "min") for p in _reductions(r)]
-                  + _dots() + _shape_ops() + _indexing() + _writes()
+                  + _dots() + _shape_ops() + _indexing() + _batched_indexing() + _writes()
                   + _constructors_and_queries() + _operators_and_flow()
                   + _scans() + _linalg() + _matrix_ops() + _fft())
 PROGRAMS = elementwise_programs() + ARRAY_PROGRAMS

@@ -17,8 +17,29 @@ def infer(fn, param_ranks):
     ranks.update((s.index, 0) for s in walk(fn.body) if isinstance(s, For))
     for name in fn.consts:
         ranks[name] = getattr(fn.consts[name], "ndim", None)
+    shapes = _shapes_of(fn)
     return _settle(fn, ranks, lambda s: call_ranks(s, ranks) if isinstance(s, Call)
-                   else [prim_rank(s, ranks)], lambda t, r: None)
+                   else [_shape_rank_of(s, shapes, ranks)], lambda t, r: None)
+
+
+def _shapes_of(fn):
+    """{name: array} for names assigned once, from a rule giving the array's shape."""
+    defs = {}
+    for s in walk(fn.body):
+        if isinstance(s, Prim):
+            for t in s.targets:
+                defs[t] = None if t in defs else s
+    return {t: s.args[0] for t, s in defs.items()
+            if s is not None and s.rule.gives_shape and isinstance(s.args[0], Var)}
+
+
+def _shape_rank_of(s, shapes, ranks):
+    """``prim_rank``; a reshape to another array's shape (np.reshape(y, np.shape(x)))
+    has that array's rank."""
+    shape = s.params.get("shape")
+    if s.rule.shape == "reshaped" and isinstance(shape, Var) and shape.name in shapes:
+        return ranks.get(shapes[shape.name].name)
+    return prim_rank(s, ranks)
 
 
 def _settle(fn, facts, outputs, conflict):
@@ -125,6 +146,7 @@ def _indexed(rank, index, ranks):
         return None
     parts = index.items if isinstance(index, Tup) else (index,)
     out = rank
+    vectors = 0
     for part in parts:
         if isinstance(part, Slice) or (isinstance(part, Const) and isinstance(part.value, slice)):
             continue
@@ -134,8 +156,12 @@ def _indexed(rank, index, ranks):
             continue
         elif rank_of(part, ranks) == 0:
             out -= 1
+        elif rank_of(part, ranks) == 1:     # a 1-D index array or mask: one axis in, and
+            out -= 1                        # the index arrays broadcast to one axis out
+            vectors += 1
         else:
             return None        # an index array: the result's rank depends on it
+    out += 1 if vectors else 0
     return out if out >= 0 else None
 
 

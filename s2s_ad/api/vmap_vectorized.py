@@ -4,6 +4,7 @@
 import numpy as np
 
 from ..ir import pytree
+from ..runtime.batch_index import RaggedBatch
 from .arguments import _type_key
 from .core import _as_transformed
 from .vmap_common import _count, _has_loops, _name, _plain_function
@@ -40,7 +41,7 @@ class Vectorized:
                         options={})
         try:
             out = vec(*pytree.unflatten_all(moved, treedefs))
-        except Unvectorizable as exc:
+        except (Unvectorizable, RaggedBatch) as exc:    # a per-example mask: ragged
             self._choices[key] = "loop"
             return self._refuse(str(exc))
         if self.method is None and t.target == "cpu" and _has_loops(vec):
@@ -84,10 +85,10 @@ class Vectorized:
         ones = np.ones(size, dtype=np.result_type(*floats) if floats else np.float64)
         try:
             entry, flat, post = vec._prepare(args + (ones,))
-        except Unvectorizable as exc:
+            raw = entry(*flat)
+        except (Unvectorizable, RaggedBatch) as exc:
             self._choices[key] = "loop"
             return self._refuse(str(exc))
-        raw = entry(*flat)
         grads = post(raw, batched=True)
         grads = grads[0] if t.single else grads
         result = (raw[0], grads) if t.kind == "value_and_grad" else grads

@@ -146,7 +146,7 @@ linear("np.full_like", np.full_like, ("a", "fill_value", "dtype"), ("a", "fill_v
        batch="full_like")
 nondiff("np.arange", np.arange, ("start", "stop", "step"), defaults={"stop": None, "step": None})
 nondiff("np.eye", np.eye, ("N",))
-nondiff("np.shape", np.shape, ("a",), batch="query_shape", metadata=True)
+nondiff("np.shape", np.shape, ("a",), batch="query_shape", metadata=True, gives_shape=True)
 nondiff("np.ndim", np.ndim, ("a",), emit="rt.ndim", shape="scalar",   # Numba has no np.ndim
         batch="query_ndim", gives_rank=True, metadata=True)
 nondiff("np.size", np.size, ("a",), shape="scalar", batch="query_size", metadata=True)

@@ -37,7 +37,7 @@ def _scatter(rule, obj):
 _scatter(Rule(name="rt.add_at", params=("a", "indices", "b"), operands=("a", "b"),
               emit="rt.add_at", vjp={"a": "g", "b": "rt.unbroadcast(rt.take_at(g, indices), b)"},
               jvp={"a": "da", "b": "rt.add_at(rt.zeros_like(a), indices, db)"},
-              rank=_same_rank, index_params=("indices",)), rt.add_at)
+               rank=_same_rank, index_params=("indices",), batch="scatter"), rt.add_at)
 _scatter(Rule(name="rt.take_at", params=("x", "indices"), operands=("x",), emit="rt.take_at",
               vjp={"x": "rt.add_at(rt.zeros_like(x), indices, g)"}, linear=True), rt.take_at)
 _scatter(Rule(name="rt.put_into", params=("a", "ind", "v", "mode"), operands=("a", "v"),
@@ -45,11 +45,11 @@ _scatter(Rule(name="rt.put_into", params=("a", "ind", "v", "mode"), operands=("a
               vjp={"a": "rt.put_into(g, ind, 0.0, mode)", "v": "rt.put_grad(g, ind, v, mode)"},
               jvp={"a": "rt.put_into(da, ind, 0.0, mode)",
                    "v": "rt.put_into(rt.zeros_like(a), ind, dv, mode)"},
-              rank=_same_rank), rt.put_into)
+              rank=_same_rank, batch=batch_loop), rt.put_into)
 _scatter(Rule(name="rt.put_grad", params=("c", "ind", "v", "mode"), operands=("c", "v"),
               emit="rt.put_grad", defaults={"mode": "raise"},
               vjp={"c": "rt.put_into(rt.zeros_like(c), ind, g, mode)"}, linear=True,
-              piecewise=("v",)), rt.put_grad)
+              piecewise=("v",), batch=batch_loop), rt.put_grad)
 
 
 # -- np.argpartition: np.partition's permutation (np.partition: library/indexing.py) --------

@@ -69,6 +69,11 @@ BDOT = _product("bdot", "bdot_grad")
 BMATMUL = _product("bmatmul", "bdot_grad")
 BINNER = _product("binner", "binner_grad")
 BOUTER = _product("bouter", "bouter_grad")
+#: An index array as integer positions for a batched gather (a per-example mask: refused).
+BATCH_POSITIONS = _batching("batch_positions", ("i", "batched", "where"), operands=("i",))
+#: Each example reshaped to a per-example shape held in a variable.
+BATCH_RESHAPE = _batching("batch_reshape", ("a", "shape"), {"a": "rt.reshape_like(g, a)"},
+                          operands=("a",))
 BATCH_BROADCAST_LIKE = _batching("batch_broadcast_like", ("t", "x", "x_batched"),
                                  {"t": "rt.batch_unbroadcast(g, t)"}, operands=("t", "x"))
 
@@ -89,3 +94,27 @@ FLAT = _internal(Rule(name="rt.flat", params=("v",), operands=("v",), emit="rt.f
 JAC_SHAPE = _internal(Rule(name="rt.jac_shape", params=("J", "out", "x"),
                            operands=("J", "out", "x"), emit="rt.jac_shape",
                            vjp={"J": "rt.jac_flat(g, out, x)"}, linear=True))
+
+
+# -- index arrays of two or more dimensions under ad.jit (s2s_ad/transforms/index_arrays.py) --
+#: x[index] (a boolean mask over several axes, an N-d integer array), and its cotangent.
+INDEX_TAKE = _internal(Rule(name="rt.index_take", params=("x", "index"), operands=("x",),
+                            emit="rt.index_take", vjp={"x": "rt.index_take_grad(g, x, index)"},
+                            linear=True))
+INDEX_TAKE_GRAD = _internal(Rule(name="rt.index_take_grad", params=("g", "x", "index"),
+                                 operands=("g", "x"), emit="rt.index_take_grad",
+                                 vjp={"g": "rt.index_take(g, index)"}, linear=True,
+                                 piecewise=("x",), rank=lambda args, params: args[1]))
+#: A copy of a with a[index] = v (the write is a[:] = rt.index_put(a, index, v)).
+INDEX_PUT = _internal(Rule(name="rt.index_put", params=("a", "index", "v"), operands=("a", "v"),
+                           emit="rt.index_put",
+                           vjp={"a": "rt.index_put(g, index, 0.0)",
+                                "v": "rt.unbroadcast(rt.index_written(g, index), v)"},
+                           jvp={"a": "rt.index_put(da, index, 0.0)",
+                                "v": "rt.index_put(rt.zeros_like(a), index, dv)"},
+                           rank=lambda args, params: args[0]))
+#: g[index] with zeros where a later write of the same position wins: v's cotangent.
+INDEX_WRITTEN = _internal(Rule(name="rt.index_written", params=("b", "index"), operands=("b",),
+                               emit="rt.index_written",
+                               vjp={"b": "rt.index_put(rt.zeros_like(b), index, g)"},
+                               linear=True))

@@ -89,6 +89,8 @@ class Rule:
     fresh: bool = False               # returns new storage no other name shares (np.zeros)
     view: bool = False                # may return a view of its first operand (np.reshape)
     gives_rank: bool = False          # its value is its operand's rank (np.ndim): folded when known
+    gives_shape: bool = False         # its value is its operand's shape (np.shape): a reshape
+                                      # to it has the operand's rank
     metadata: bool = False            # reads only its operands' shape and dtype (np.zeros_like)
     from_list: bool = False           # a list display operand is built as an array (np.array)
     equal_operands: str = None        # the rule for one value twice (x * x: np.square)
@@ -205,6 +207,8 @@ BATCHING = {
     "concatenate": "every item batched, `axis` shifted past the batch axis",
     "array": "np.stack of the batched items on axis 1",
     "full_like": "a batched fill value broadcast over the batched shape",
+    "scatter": "the scatter through a gather's batched index: np.arange(batch) in front "
+               "(np.add.at; s2s_ad/transforms/batch_index.py)",
     "query_shape": "the shape without the batch axis",
     "query_len": "the length of the first example axis",
     "query_ndim": "the rank less one",

@@ -35,6 +35,7 @@ from ..ir import (
 )
 from ..rules.internal import (
     BATCH_BROADCAST_LIKE,
+    BATCH_RESHAPE,
     BROADCAST_BATCH,
     BROADCAST_LIKE,
     LIFT,
@@ -42,6 +43,7 @@ from ..rules.internal import (
     ZEROS_LIKE,
 )
 from ..rules.registry import Unvectorizable
+from . import batch_index
 
 _MATH = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
          "acosh": "arccosh", "atanh": "arctanh", "fabs": "abs", "pow": "power",
@@ -249,9 +251,8 @@ class Vectorizer(Rewriter):
     def setitem(self, s, body):
         x, value = s.args
         index = s.params["index"]
-        if self.is_b(index):
-            raise Unvectorizable("an element write at a batched position", s.loc)
-        _check_advanced(self, index, s)
+        if self.is_b(index) or _split_advanced(self, index):
+            return batch_index.write(self, s, body)
         if not self.is_b(x):           # an unbatched array written with unbatched values
             body.append(replace(s))
             return
@@ -262,17 +263,17 @@ class Vectorizer(Rewriter):
         body.append(Prim([], s.rule, [x, value], {"index": _batched_index(index)}, s.loc))
 
 
-def _check_advanced(vz, index, s):
-    """Integer-array indices with other indices: NumPy would move their axes first."""
+def _split_advanced(vz, index):
+    """Integer-array indices with other indices between them: NumPy moves their axes
+    in front (of the batch axis too), so the batched form is a gather
+    (transforms/batch_index.py)."""
     parts = index.items if isinstance(index, Tup) else (index,)
     arrays = [p for p in parts if isinstance(p, Var) and rank_inference.rank_of(
         p, vz.ranks) != 0]
     advanced = [k for k, p in enumerate(parts) if not isinstance(p, Slice) and not (
         isinstance(p, Const) and (isinstance(p.value, slice) or p.value is None
                                   or p.value is Ellipsis))]
-    if arrays and advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
-        raise Unvectorizable("integer-array indices separated by slices (NumPy would move "
-                             "their axis in front of the batch)", s.loc)
+    return bool(arrays and advanced and advanced[-1] - advanced[0] + 1 != len(advanced))
 
 
 def _batched_index(index):
@@ -334,14 +335,13 @@ def _product(vz, s, body):
 def _getitem(vz, s, body):
     x = s.args[0]
     index = s.params["index"]
-    _check_advanced(vz, index, s)
-    if not vz.is_b(index):
+    if not vz.is_b(index) and not _split_advanced(vz, index):
         return vz.emit(body, s.rule, [x], {"index": _batched_index(index)}, s.loc, s.targets[0])
     if isinstance(index, Var) and vz.rank(index, s.loc) == 0:
         if vz.is_b(x):
             return vz.emit(body, TAKE, [x, index], {}, s.loc, s.targets[0])
         return vz.emit(body, s.rule, [x], {"index": index}, s.loc, s.targets[0])
-    raise Unvectorizable("indexing at batched positions", s.loc)
+    return batch_index.gather(vz, s, body)
 
 
 def _reshape(vz, s, body):
@@ -354,8 +354,10 @@ def _reshape(vz, s, body):
         items = shape.items
     elif vz.rank(shape, s.loc) == 0:
         items = (shape,)
+    elif not vz.is_b(shape):        # a per-example shape tuple (np.shape(x))
+        return vz.emit(body, BATCH_RESHAPE, [a, shape], {}, s.loc, s.targets[0])
     else:
-        raise Unvectorizable("a reshape to a shape held in a variable", s.loc)
+        raise Unvectorizable("a reshape to a shape that differs per example", s.loc)
     size = vz.batch_size(a, body, s.loc)
     vz.emit(body, rules.RULES["np.reshape"], [a], {"shape": Tup((size,) + tuple(items))}, s.loc,
             s.targets[0])
@@ -451,7 +453,7 @@ _KINDS = {"same": _same, "reduction": _reduction, "axis_required": _argminmax,
           "product": _product, "reshape": _reshape, "ravel": _ravel, "transpose": _transpose,
           "expand_dims": _expand_dims, "squeeze": _squeeze, "stack": _sequence,
           "concatenate": _sequence, "array": _sequence, "full_like": _full_like,
-          "none": _no_batching}
+          "scatter": batch_index.scatter, "none": _no_batching}
 # Language plumbing and internal primitives.
 _HANDLERS = {"getitem": _getitem, BROADCAST_LIKE.name: _broadcast_like,
              ZEROS_LIKE.name: _zeros_like}
