@@ -147,15 +147,15 @@ class Tier:
             if seconds is None or seconds > limit:
                 self.note = (f"{ready} on the first call (waited: the NumPy module would run "
                              f"{why} in the interpreter"
-                             + (f", about {_text(seconds)} by estimate, over the "
-                                f"{_text(limit)} a tiered first call may take"
+                             + (f", about {text(seconds)} by estimate, over the "
+                                f"{text(limit)} a tiered first call may take"
                                 if seconds is not None else "") + ")")
                 return
         st.function = getattr(self._numpy(st), st.entry)
         self.note = (f"plain NumPy (the same module) while numba.njit "
                      f"{'loads its code from the disk cache' if cached else 'compiles'} in "
                      f"the background, then compiled code"
-                     + (f" (estimated for its loops: {why}, about {_text(seconds)})"
+                     + (f" (estimated for its loops: {why}, about {text(seconds)})"
                         if why else ""))
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
                                        name=f"s2s_ad compile {st.entry}")
@@ -438,5 +438,6 @@ def _evaluate(s, env):
         env[s.targets[0]] = value
 
 
-def _text(seconds):
+def text(seconds):
+    """``seconds`` as the notes write it (``140 ms``, ``1.2 s``)."""
     return f"{seconds * 1e3:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
