@@ -98,6 +98,9 @@ def test_blocks_strings_attributes_and_tuples():
         ["def f(x):", "    return np.exp(-x) * np.tanh(x)"]     # ufuncs
     assert _fused("def f(x):\n    e = np.exp(x, out=x)\n    return e * 2.0")[1] == \
         "    e = np.exp(x, out=x)"                              # (one that writes)
+    for use in ("lambda k: e + k", "[e + k for k in x]", "x > 0 and e > 0", "x if e else 1.0"):
+        assert _fused(f"def f(x):\n    e = x * 2.0\n    return {use}")[1] == \
+            "    e = x * 2.0"                                    # evaluated elsewhere
 
 
 def stencil(A, steps):

@@ -133,6 +133,11 @@ def _ufunc(call):
         not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
 
 
+#: Where an expression is evaluated later, several times or maybe not at all.
+_DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+             ast.BoolOp, ast.IfExp)
+
+
 def _reads(line, names):
     """Where ``line`` (one statement) reads each of ``names``, as a column:
     ``{name: column}``, or None unless each is read exactly once there (as
@@ -145,6 +150,9 @@ def _reads(line, names):
         return None
     found = {}
     for node in ast.walk(tree):
+        if isinstance(node, _DEFERRED) and any(
+                isinstance(n, ast.Name) and n.id in names for n in ast.walk(node)):
+            return None                    # read later, or not at all: not the same point
         if isinstance(node, ast.Name) and node.id in names:
             if node.id in found or not isinstance(node.ctx, ast.Load):
                 return None
