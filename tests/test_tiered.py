@@ -210,6 +210,12 @@ def test_trip_counts_come_from_the_arguments():
     # A loop over array code with a shape-given bound; a value-given bound.
     assert _estimate(P.components, X, 7)[1] == "the loop at line 39 7 times"
     assert _estimate(P.value_bound, np.array([0.75, 2.0]))[0] is None
+    # An inner loop's bound from the outer index: counted at its longest (39).
+    pairs, what = _estimate(P.triangle, X)
+    assert what == "the loop at line 61 40 times"
+    long_, _ = _estimate(P.triangle, np.ones(400))
+    assert long_ == pytest.approx(pairs * 100, rel=0.05)          # quadratic in n
+    assert pairs < tiers.NUMPY_LIMIT[False] < long_
 
 
 def test_compile_mode_is_checked():

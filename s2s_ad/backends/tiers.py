@@ -315,8 +315,10 @@ def estimate(st, leaves):
     Trip counts come from the loops' bounds, evaluated on the call's
     arguments where they are computed from them by integer arithmetic,
     ``len``, ``np.shape``/``.shape[k]``, ``np.size``, ``int``, ``min``/``max``
-    (constants included); statements are counted through branches (the
-    longer side) and called functions.
+    (constants included), and on the index of an enclosing loop (at its
+    first and at its last value, the larger count taken for every trip);
+    statements are counted through branches (the longer side) and called
+    functions.
     """
     from ..analyses import ranks
     fn = st.fn
@@ -354,13 +356,13 @@ class _Counter:
         self.longest = (None, 0)      # (line, trips) of the loop run most often
         self.whiles = False           # a while loop counted (ASSUMED_TRIPS)
 
-    def body(self, stmts, env, depth):
+    def body(self, stmts, env, depth, bound=False):
         total = 0
         for s in stmts:
-            total += self.statement(s, env, depth)
+            total += self.statement(s, env, depth, bound)
         return total
 
-    def statement(self, s, env, depth):
+    def statement(self, s, env, depth, bound=False):
         if isinstance(s, For):
             trips = _trips(s, env)
             if trips is None:
@@ -372,12 +374,13 @@ class _Counter:
             self.whiles = True
             return 1 + self._loop(s, ASSUMED_TRIPS, s.test + s.body, env, depth)
         if isinstance(s, If):
-            return 1 + max(self.body(s.body, env, depth + 1), self.body(s.orelse, env, depth + 1))
+            return 1 + max(self.body(s.body, env, depth + 1, bound),
+                           self.body(s.orelse, env, depth + 1, bound))
         if isinstance(s, Call):
             # The callee's arguments are not evaluated: its loops' bounds are
             # computable from constants only.
             return 1 + (self.body(s.callee.body, {}, depth + 1) if depth < 16 else 0)
-        if isinstance(s, Prim) and depth == 0:
+        if isinstance(s, Prim) and (depth == 0 or bound):
             _evaluate(s, env)
         return 1
 
@@ -385,7 +388,19 @@ class _Counter:
         trips = max(int(trips), 0)
         if trips > self.longest[1]:
             self.longest = (_line(s), trips)
-        return trips * self.body(stmts, env, depth + 1)
+        start, step = (_value(a, env) for a in (s.start, s.step)) if isinstance(s, For) \
+            else (None, None)
+        if not trips or not isinstance(start, (int, np.integer)):
+            return trips * self.body(stmts, env, depth + 1)
+        # Loops inside whose bounds follow this one's index (range(i + 1, n)):
+        # the body counted with the index at its first and at its last value,
+        # the larger taken for every trip.
+        per = 0
+        for k in {0, trips - 1}:
+            inner = dict(env)
+            inner[s.index] = int(start) + k * int(step)
+            per = max(per, self.body(stmts, inner, depth + 1, bound=True))
+        return trips * per
 
 
 def _line(s):
