@@ -237,7 +237,7 @@ def run_workload(wl, size, config, progress, latency, quick=False, peers=core.PE
         "targets": judge(wl.targets, cells, size),
     }
     if latency:
-        progress.step("compile latency: two fresh processes")
+        progress.step("compile latency: four fresh processes (cold, tiered, warm, JAX)")
         result["latency"] = measure_latency(probe or wl.name)
     return result
 
@@ -289,6 +289,42 @@ def latency_probe(name):
     return out
 
 
+def jax_probe(name):
+    """In a fresh process: the first call of the workload's JAX column
+    (``jax.jit(jax.grad(f))`` as the workload writes it, or its ``lax``
+    loops version where that one cannot run it): tracing and XLA's compile.
+    JAX's own start-up (its import, and its first array, which starts the
+    CPU backend) is taken first and reported apart, as Numba's is in
+    :func:`latency_probe`."""
+    start = time.perf_counter()
+    try:
+        jax, jnp, _ = core.load_jax()
+    except core.Unavailable as exc:
+        return {"error": str(exc)}
+    out = {"import_s": time.perf_counter() - start}
+    start = time.perf_counter()
+    jax.block_until_ready(jnp.zeros(1) + 1.0)
+    out["jax_startup_s"] = time.perf_counter() - start
+    module, _, index = name.partition("#")
+    wl = build_workloads(module, "tiny")[int(index or 0)]
+    out["first_call_s"], out["error"] = None, "no JAX column"
+    for key in ("jax", "jax_lax"):          # the lax column where jax.jit cannot run it
+        if key not in wl.peers:
+            continue
+        try:
+            impl = wl.peers[key](wl.args)
+            start = time.perf_counter()
+            impl.fn(*impl.args)
+            out["first_call_s"] = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001  (Unavailable included: a skipped column)
+            out["error"] = _error_text(exc)
+            continue
+        out["column"] = key
+        del out["error"]
+        break
+    return out
+
+
 def _compile_threads():
     return [t for t in threading.enumerate() if t.name.startswith("s2s_ad compile")]
 
@@ -309,15 +345,17 @@ def measure_latency(name, timeout=600):
     compilation with an empty S2S_AD_CACHE_DIR (the compile time);
     ``tiered``, ``ad.jit``'s default mode with another empty cache (time to
     the first result, and until compiled code runs); ``warm``, tiered again
-    with the cache the tiered process left behind."""
+    with the cache the tiered process left behind; then :func:`jax_probe` in
+    a fourth (``jax``: JAX's first call)."""
     with tempfile.TemporaryDirectory(prefix="s2s_ad_bench_cache_") as root:
         runs = {}
         for key, mode, cache in (("cold", "eager", "eager"), ("tiered", "tiered", "tiered"),
-                                 ("warm", "tiered", "tiered")):
+                                 ("warm", "tiered", "tiered"), ("jax", "eager", "jax")):
             env = dict(os.environ, S2S_AD_CACHE_DIR=os.path.join(root, cache),
                        S2S_AD_COMPILE=mode, **THREAD_ENV)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-            proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", "--latency-probe",
+            probe = "--latency-probe-jax" if key == "jax" else "--latency-probe"
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.runner", probe,
                                    name], cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout, check=False)
             lines = proc.stdout.strip().splitlines()
@@ -410,6 +448,10 @@ def latency_lines(lat):
                      f"{_run_time(tiered, 'compiled_s')} (tiered, empty cache); warm disk cache: "
                      f"first result {_run_time(warm)}, compiled after "
                      f"{_run_time(warm, 'compiled_s')}")
+    jax = lat.get("jax") or {}
+    if jax.get("first_call_s") is not None:
+        lines.append(f"JAX's first call (fresh process) {fmt_time(jax['first_call_s'])} plus "
+                     f"its start-up {fmt_time(jax.get('jax_startup_s'))}")
     extra = ""
     if cold.get("numba_startup_s") is not None:
         extra = f" plus Numba's start-up {fmt_time(cold['numba_startup_s'])}"
@@ -419,25 +461,46 @@ def latency_lines(lat):
     return lines
 
 
+#: The first-call targets of issue 20, in the order of the latency table's
+#: marks: time to the first result (tiered, empty cache) at most JAX's first
+#: call; with a warm disk cache at most 0.1 s; the cold compile (eager, empty
+#: cache, Numba's start-up apart) at most 1.5 s.
+LATENCY_TARGETS = ("first result <= JAX's first call", "warm first result <= 0.1 s",
+                   "cold compile <= 1.5 s beyond Numba's start-up")
+
+
+def latency_marks(lat):
+    """``met``/``MISSED``/``-`` for each of :data:`LATENCY_TARGETS`."""
+    tiered, warm, cold, jax = (lat.get(k) or {} for k in ("tiered", "warm", "cold", "jax"))
+    pairs = ((tiered.get("first_call_s"), jax.get("first_call_s")),
+             (warm.get("first_call_s"), 0.1), (cold.get("first_call_s"), 1.5))
+    return ["-" if v is None or limit is None else "met" if v <= limit else "MISSED"
+            for v, limit in pairs]
+
+
 def latency_table(result):
     """One row per workload measured in fresh processes: the first-call
-    columns and the steady-state median of s2s_ad's column."""
+    columns, JAX's first call, the steady-state median of s2s_ad's column,
+    and a mark per target (:data:`LATENCY_TARGETS`)."""
     rows = [(name, res["latency"], res["implementations"].get("s2s_ad", {}))
             for name, res in result["workloads"].items() if res.get("latency")]
     if not rows:
         return []
     width = max([8] + [len(r[0]) for r in rows])
     head = (f"  {'workload':{width}} {'first result':>12} {'compiled':>9} {'warm first':>10} "
-            f"{'warm compiled':>13} {'cold compile':>12} {'numba start':>11} {'steady':>9}")
+            f"{'warm compiled':>13} {'cold compile':>12} {'numba start':>11} {'JAX first':>9} "
+            f"{'steady':>9}  targets: first/JAX, warm, cold")
     lines = ["first calls (fresh processes, tiny size; steady: median at the run's size):", head]
     for name, lat, cell in rows:
         tiered, warm, cold = lat.get("tiered") or {}, lat.get("warm") or {}, lat.get("cold") or {}
         cols = [fmt_time(tiered.get("first_call_s")), fmt_time(tiered.get("compiled_s")),
                 fmt_time(warm.get("first_call_s")), fmt_time(warm.get("compiled_s")),
                 fmt_time(cold.get("first_call_s")), fmt_time(cold.get("numba_startup_s")),
+                fmt_time((lat.get("jax") or {}).get("first_call_s")),
                 fmt_time(cell.get("median_s"))]
         lines.append(f"  {name:{width}} {cols[0]:>12} {cols[1]:>9} {cols[2]:>10} {cols[3]:>13} "
-                     f"{cols[4]:>12} {cols[5]:>11} {cols[6]:>9}")
+                     f"{cols[4]:>12} {cols[5]:>11} {cols[6]:>9} {cols[7]:>9}  "
+                     + " ".join(latency_marks(lat)))
     return lines
 
 
@@ -520,6 +583,7 @@ def build_parser(prog="python -m benchmarks"):
                         help="cuda: the GPU workloads of benchmarks/gpu/run.py instead (skipped, "
                              "with a message, without a GPU or numba's CUDA support)")
     parser.add_argument("--latency-probe", metavar="NAME", help=argparse.SUPPRESS)
+    parser.add_argument("--latency-probe-jax", metavar="NAME", help=argparse.SUPPRESS)
     return parser
 
 
@@ -618,6 +682,9 @@ def main(argv=None, prog="python -m benchmarks"):
     args = build_parser(prog).parse_args(argv)
     if args.latency_probe:
         print(json.dumps(latency_probe(args.latency_probe)))
+        return 0
+    if args.latency_probe_jax:
+        print(json.dumps(jax_probe(args.latency_probe_jax)))
         return 0
     if args.target == "cuda":
         from .gpu.run import main as gpu

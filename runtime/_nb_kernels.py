@@ -21,6 +21,9 @@ import os
 import numba
 import numpy as np
 
+from . import elementwise
+from .elementwise import SIMD_MIN
+
 _OPTIONS = {"fastmath": False, "error_model": "python"}
 
 
@@ -75,6 +78,30 @@ def times_columns(g, p, out):
             out[i, j] = g[0, j] * p[i, j]
 
 
+def _transcendental(name):
+    """The kernel of ``rt.<name>`` (runtime/elementwise.py) on a 1-D
+    contiguous float array: Numba's loop below ``SIMD_MIN`` elements, NumPy's
+    SIMD loop (called in object mode, writing into the result) from there on.
+    The overload passes every array raveled, so each name is compiled once
+    per dtype on a machine, not once per rank in every process."""
+    ufunc = getattr(np, name)
+
+    def kernel(x):
+        if x.size < SIMD_MIN:
+            return ufunc(x)
+        out = np.empty_like(x)
+        with numba.objmode():
+            ufunc(x, out=out)
+        return out
+    # Its own name: Numba's cache index is named after the qualname.
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"np.{name}(x) of a 1-D contiguous float array (see _transcendental)."
+    return _kernel(kernel)
+
+
+TRANSCENDENTAL = {name: _transcendental(name) for name in elementwise.TRANSCENDENTAL}
+
+
 def cache_files():
     """The files of these kernels in Numba's disk cache (one ``.nbi`` index
     per kernel, one ``.nbc`` file per compiled argument types; those of an
@@ -83,7 +110,7 @@ def cache_files():
     that is not writable.  ``s2s-ad cache info|clear`` counts and removes
     them."""
     folders = set()
-    for kernel in list(globals().values()):
+    for kernel in list(globals().values()) + list(TRANSCENDENTAL.values()):
         try:
             folders.add(kernel._cache._cache_path)
         except AttributeError:         # not a cached kernel

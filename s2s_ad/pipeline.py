@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends
+from .codegen.fusion import fuse_temporaries
 from .frontend import custom
 from .frontend.anf import Program
 from .ir import For, Var, While, dump, leaves_of, walk
@@ -200,7 +201,7 @@ def generate(st):
               f"Entry point: {st.entry}.  Target: {_target_text(req)}."]
     st.source = st.module.source(header)
     if req.target == "cpu":
-        st.source = simd_calls(st.source)
+        st.source = fuse_temporaries(simd_calls(st.source))
     return st.source
 
 

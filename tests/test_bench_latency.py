@@ -53,5 +53,15 @@ def test_latency_lines_and_table_show_every_column():
     table = runner.latency_table(result)
     row = table[-1].split()
     assert row[0] == "w" and "1.5" in row and "µs" in row
+    assert row[-3:] == ["-", "met", "MISSED"]          # no JAX column: first/JAX unjudged
+    lat["jax"] = {"first_call_s": 0.03, "jax_startup_s": 0.2}
+    assert runner.latency_lines(lat)[1] == ("JAX's first call (fresh process) 30 ms plus its "
+                                            "start-up 200 ms")
+    row = runner.latency_table(result)[-1].split()
+    assert row[-3:] == ["MISSED", "met", "MISSED"] and "30" in row     # 40 ms > JAX's 30 ms
+    lat["cold"] = dict(cold, first_call_s=1.2)
+    lat["jax"]["first_call_s"] = 0.5
+    assert runner.latency_table(result)[-1].split()[-3:] == ["met", "met", "met"]
+    del lat["jax"]
     lat["tiered"] = {"error": "probe exited 1: boom"}
     assert "error (probe exited 1: boom)" in runner.latency_lines(lat)[0]

@@ -20,6 +20,7 @@ import pytest
 from numba.core.compiler_lock import global_compiler_lock
 
 import s2s_ad as ad
+from s2s_ad.api import vmap_tiered
 from s2s_ad.backends import tiers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,6 +210,12 @@ def test_trip_counts_come_from_the_arguments():
     # A loop over array code with a shape-given bound; a value-given bound.
     assert _estimate(P.components, X, 7)[1] == "the loop at line 39 7 times"
     assert _estimate(P.value_bound, np.array([0.75, 2.0]))[0] is None
+    # An inner loop's bound from the outer index: counted at its longest (39).
+    pairs, what = _estimate(P.triangle, X)
+    assert what == "the loop at line 61 40 times"
+    long_, _ = _estimate(P.triangle, np.ones(400))
+    assert long_ == pytest.approx(pairs * 100, rel=0.05)          # quadratic in n
+    assert pairs < tiers.NUMPY_LIMIT[False] < long_
 
 
 def test_compile_mode_is_checked():
@@ -435,3 +442,39 @@ def test_the_background_compile_builds_the_code_the_next_call_runs():
     compiled = [list(entry.signatures), list(loop.signatures)]
     np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
     assert [entry.signatures, loop.signatures] == compiled         # nothing new compiled
+
+
+def test_a_long_per_example_loop_makes_a_vmap_call_wait_for_the_compile():
+    # vmap(grad) of a loop over each example's 40 elements: 6,000 examples
+    # are about a second of NumPy by estimate (the first call waits), four
+    # are not (answered from NumPy while the loop for that layout compiles).
+    f = ad.jit(ad.vmap(ad.grad(P.loop_over_array)), compile="tiered")
+    xs = np.linspace(-1.0, 1.0, 6000 * 40).reshape(6000, 40)
+    np.testing.assert_allclose(f(xs), 3 * xs ** 2, rtol=1e-13)
+    assert list(f._tiered.values()) == [vmap_tiered.WAITED] and f._plans
+    text = ad.source(f)
+    assert ("compiled on the first call (waited: the NumPy answer would run 6,000 examples, "
+            "each the loop at line 31 40 times in the interpreter, about") in text
+    small = xs[:4]
+    with global_compiler_lock:                     # the serial loop's compile waits
+        np.testing.assert_allclose(f(small), 3 * small ** 2, rtol=1e-13)
+        assert len(f._tiered) == 2 and len(f._plans) == 1
+    assert ("plain NumPy (vmap of the same transform on the NumPy backend) while numba.njit "
+            "compiles the per-example function and this loop in the background, then the "
+            "compiled loop (estimated for its loops: 4 examples, each the loop at line 31 40 "
+            "times, about") in ad.source(f)
+
+
+def test_a_fortran_ordered_batch_compiles_the_per_example_function_once():
+    # 20 features: each example stays an array (not split into scalars), so
+    # its layout is part of the compiled type.
+    f = ad.jit(ad.vmap(ad.grad(P.td_loss), in_axes=(None, 0)), compile="eager")
+    theta = np.linspace(0.1, 0.6, 20)
+    s = np.asfortranarray(np.linspace(-1.0, 1.0, 100).reshape(5, 20))
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    entry = _numba(f._per_example._last)
+    loop = next(iter(f._loops.values())).function
+    assert len(entry.signatures) == 1 and len(loop.signatures) == 1
+    c = np.ascontiguousarray(s[::-1])              # the C-ordered batch: nothing new
+    np.testing.assert_allclose(f(theta, c), _td_grads(theta, c), rtol=1e-13)
+    assert len(entry.signatures) == 1 and len(loop.signatures) == 1

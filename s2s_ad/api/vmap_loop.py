@@ -97,6 +97,12 @@ class Loop:
         answer = numpy_answer(self, args, moved, axes, size, treedefs)
         if answer is not None:
             return answer
+        # The loop takes batched arrays C-contiguous, so each example it
+        # passes is contiguous: the first example is taken from the same
+        # arrays, so that the per-example function is compiled for one
+        # layout (a Fortran-ordered or strided batch gave a second compile).
+        moved = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
+                 for x, a in zip(moved, axes)]
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
         t = self.fun
         if t.kind in ("grad", "value_and_grad", "vjp"):
@@ -127,10 +133,8 @@ class Loop:
                          dtype=floats if type(v) is float or ndim == "elements"
                          else np.result_type(v))
                 for v, (_, ndim) in zip(raw_leaves, raw_paths)]
-        inputs = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
-                  for x, a in zip(moved, axes)]
         misfit = np.full(1, -1, dtype=np.int64)    # an example whose output does not fit
-        loop.function(*inputs, *outs, misfit)
+        loop.function(*moved, *outs, misfit)
         if misfit[0] >= 0:
             raise ValueError(f"vmap: an output of {_name(self.fun)} has a different shape for "
                              f"example {int(misfit[0])} than for example 0; every "

@@ -20,6 +20,8 @@ from ..ir import pytree
 from .arguments import _type_key
 
 _STARTING = threading.Lock()
+#: In ``_tiered``: this layout's first call waited for the compiled loop.
+WAITED = "waited"
 
 
 def numpy_answer(batched, args, moved, axes, size, treedefs):
@@ -33,6 +35,20 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
     key = (tuple(a is None for a in axes), tuple(map(_type_key, moved)), parallel)
     with _STARTING:
         job = started = batched._tiered.get(key)
+        if job is None and how != "numpy":
+            # A long scalar loop per example: the NumPy answer would take
+            # longer than the compile, so this call waits for it.
+            seconds, why = _estimate(batched, moved, axes, size, treedefs)
+            if seconds is None or seconds > tiers.NUMPY_LIMIT[False]:
+                batched._tiered[key] = WAITED
+                limit = tiers.NUMPY_LIMIT[False]
+                batched.tier_note = (
+                    f"compiled on the first call (waited: the NumPy answer would run {why} "
+                    f"in the interpreter"
+                    + (f", about {tiers.text(seconds)} by estimate, over the "
+                       f"{tiers.text(limit)} a tiered first call may take"
+                       if seconds is not None else "") + ")")
+                return None
         if job is None and how != "numpy":       # numpy_tier(): nothing compiled
             # The first example, as a view: the same array types as this
             # call's, so the compiled code is the code the next call runs.
@@ -42,7 +58,11 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
                 lambda: batched._compiled((), sample, axes, 1, treedefs, parallel=parallel))
             batched.tier_note = ("plain NumPy (vmap of the same transform on the NumPy "
                                  "backend) while numba.njit compiles the per-example function "
-                                 "and this loop in the background, then the compiled loop")
+                                 "and this loop in the background, then the compiled loop"
+                                 + (f" (estimated for its loops: {why}, about "
+                                    f"{tiers.text(seconds)})" if why else ""))
+    if started is WAITED:
+        return None
     if started is not None and job.done:         # (the call starting it answers from NumPy)
         if job.error is not None:
             raise job.error
@@ -59,3 +79,24 @@ def _twin(batched):
         batched._numpy = type(batched)(batched.fun.with_target("python", {}), batched.in_axes,
                                        0, batched.method)
     return batched._numpy
+
+
+def _estimate(batched, moved, axes, size, treedefs):
+    """``(seconds, what)`` the NumPy answer would spend interpreting the
+    per-example function's scalar loops over the whole batch: the batch
+    size times one example's estimate (:func:`s2s_ad.backends.tiers.estimate`,
+    on the first example), as a loop over the examples calling the NumPy
+    per-example function takes; ``(0.0, None)`` without a scalar loop;
+    ``(None, what)`` when a scalar loop's trip count is not computable.
+    """
+    fun = _twin(batched).fun
+    if not hasattr(fun, "entry"):                # vmap of vmap: the inner one decides
+        return 0.0, None
+    example = [x[0] if a is not None else x for x, a in zip(moved, axes)]
+    _, leaves, _ = fun.entry(tuple(pytree.unflatten_all(example, treedefs)))
+    st = fun._last
+    if tiers.scalar_loop(st) is None:
+        return 0.0, None
+    seconds, why = tiers.estimate(st, list(leaves))
+    what = f"{size:,} examples, each {why}"
+    return (None if seconds is None else seconds * size), what

@@ -147,15 +147,15 @@ class Tier:
             if seconds is None or seconds > limit:
                 self.note = (f"{ready} on the first call (waited: the NumPy module would run "
                              f"{why} in the interpreter"
-                             + (f", about {_text(seconds)} by estimate, over the "
-                                f"{_text(limit)} a tiered first call may take"
+                             + (f", about {text(seconds)} by estimate, over the "
+                                f"{text(limit)} a tiered first call may take"
                                 if seconds is not None else "") + ")")
                 return
         st.function = getattr(self._numpy(st), st.entry)
         self.note = (f"plain NumPy (the same module) while numba.njit "
                      f"{'loads its code from the disk cache' if cached else 'compiles'} in "
                      f"the background, then compiled code"
-                     + (f" (estimated for its loops: {why}, about {_text(seconds)})"
+                     + (f" (estimated for its loops: {why}, about {text(seconds)})"
                         if why else ""))
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
                                        name=f"s2s_ad compile {st.entry}")
@@ -315,8 +315,10 @@ def estimate(st, leaves):
     Trip counts come from the loops' bounds, evaluated on the call's
     arguments where they are computed from them by integer arithmetic,
     ``len``, ``np.shape``/``.shape[k]``, ``np.size``, ``int``, ``min``/``max``
-    (constants included); statements are counted through branches (the
-    longer side) and called functions.
+    (constants included), and on the index of an enclosing loop (at its
+    first and at its last value, the larger count taken for every trip);
+    statements are counted through branches (the longer side) and called
+    functions.
     """
     from ..analyses import ranks
     fn = st.fn
@@ -354,13 +356,13 @@ class _Counter:
         self.longest = (None, 0)      # (line, trips) of the loop run most often
         self.whiles = False           # a while loop counted (ASSUMED_TRIPS)
 
-    def body(self, stmts, env, depth):
+    def body(self, stmts, env, depth, bound=False):
         total = 0
         for s in stmts:
-            total += self.statement(s, env, depth)
+            total += self.statement(s, env, depth, bound)
         return total
 
-    def statement(self, s, env, depth):
+    def statement(self, s, env, depth, bound=False):
         if isinstance(s, For):
             trips = _trips(s, env)
             if trips is None:
@@ -372,12 +374,13 @@ class _Counter:
             self.whiles = True
             return 1 + self._loop(s, ASSUMED_TRIPS, s.test + s.body, env, depth)
         if isinstance(s, If):
-            return 1 + max(self.body(s.body, env, depth + 1), self.body(s.orelse, env, depth + 1))
+            return 1 + max(self.body(s.body, env, depth + 1, bound),
+                           self.body(s.orelse, env, depth + 1, bound))
         if isinstance(s, Call):
             # The callee's arguments are not evaluated: its loops' bounds are
             # computable from constants only.
             return 1 + (self.body(s.callee.body, {}, depth + 1) if depth < 16 else 0)
-        if isinstance(s, Prim) and depth == 0:
+        if isinstance(s, Prim) and (depth == 0 or bound):
             _evaluate(s, env)
         return 1
 
@@ -385,7 +388,19 @@ class _Counter:
         trips = max(int(trips), 0)
         if trips > self.longest[1]:
             self.longest = (_line(s), trips)
-        return trips * self.body(stmts, env, depth + 1)
+        start, step = (_value(a, env) for a in (s.start, s.step)) if isinstance(s, For) \
+            else (None, None)
+        if not trips or not isinstance(start, (int, np.integer)):
+            return trips * self.body(stmts, env, depth + 1)
+        # Loops inside whose bounds follow this one's index (range(i + 1, n)):
+        # the body counted with the index at its first and at its last value,
+        # the larger taken for every trip.
+        per = 0
+        for k in {0, trips - 1}:
+            inner = dict(env)
+            inner[s.index] = int(start) + k * int(step)
+            per = max(per, self.body(stmts, inner, depth + 1, bound=True))
+        return trips * per
 
 
 def _line(s):
@@ -438,5 +453,6 @@ def _evaluate(s, env):
         env[s.targets[0]] = value
 
 
-def _text(seconds):
+def text(seconds):
+    """``seconds`` as the notes write it (``140 ms``, ``1.2 s``)."""
     return f"{seconds * 1e3:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"

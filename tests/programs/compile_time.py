@@ -52,3 +52,13 @@ def value_bound(x):
     for k in range(int(x[0] * 10.0)):
         total = total + x[1] * k
     return total
+
+
+def triangle(x):
+    """A loop over the pairs i < j: sum of x[i] * x[j]."""
+    total = 0.0
+    n = x.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            total = total + x[i] * x[j]
+    return total
