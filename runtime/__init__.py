@@ -146,3 +146,9 @@ __all__ += list(_bessel.EXPORTS)
 # np.fft and the cotangents of np.real / np.imag / np.conj.
 globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
 __all__ += list(_fft.EXPORTS)
+
+# Fused loops over equally shaped slices (fused.py, s2s_ad/transforms/fuse_slices.py).
+from . import fused as _fused  # noqa: E402
+
+globals().update((_n, getattr(_fused, _n)) for _n in _fused.EXPORTS)
+__all__ += list(_fused.EXPORTS)
