@@ -129,3 +129,16 @@ def test_guard_helpers_compiled_and_in_numpy():
     assert (rt.fusable(a[1:], a[:-1], 2.0), rt.apart(a[1:], a[:-1]), rt.apart(a[1:], a[1:]),
             rt.apart(a, b), rt.apart(a, 2.0), rt.shape3(a[1:])) == (False, *want[2:])
     assert rt.apart(a[::2], a[1::2]) is False        # interleaved: not provably apart
+
+
+def test_a_view_of_a_temporary_comes_after_the_temporary():
+    src = ("def f(u, out):\n    lap = u[1:] * 2.0 + u[:-1]\n    d = lap[1:]\n"
+           "    out[2:] = d * 3.0 + out[2:]\n    return out\n")
+    fused = fuse_source(src)
+    assert fused.index("lap = ") < fused.index("d = lap[1:]"), fused
+    scope = {"rt": rt, "np": np}
+    exec(fused, scope)          # plain Python: the guard keeps the statements
+    u = np.arange(6.0)
+    want = np.ones(6)
+    want[2:] += 3.0 * (2.0 * u[1:] + u[:-1])[1:]
+    assert np.array_equal(scope["f"](u, np.ones(6)), want)

@@ -46,6 +46,7 @@ and it writes something.
 """
 import ast
 import copy
+import re
 
 from ..codegen import printer
 
@@ -140,7 +141,7 @@ class _Function:
             view = self.view_def(s, views, loop_vars)
             if view is not None:
                 target, root, key = view
-                if run is not None and target in run.touched:
+                if run is not None and (target in run.touched or _names(s.value) & set(run.defined)):
                     out += self.close(run)
                     run = None
                 self.forget(views, {target})
@@ -190,7 +191,10 @@ class _Function:
 
     @staticmethod
     def forget(views, names):
-        for v in [v for v, (root, _) in views.items() if v in names or root in names]:
+        """Drop the views that ``names`` rebinds: by name, root, or a name in an index."""
+        for v in [v for v, (root, key) in views.items()
+                  if v in names or root in names
+                  or any(set(re.findall(r"[A-Za-z_]\w*", k)) & names for k in key)]:
             del views[v]
 
     @staticmethod
