@@ -85,6 +85,9 @@ def _scalar(x):
     return isinstance(x, (types.Number, types.Boolean))
 
 
+# Arrays of no axis or more than three never pass ``fusable``; they get an
+# implementation all the same, so that the nest the guard skips compiles.
+
 @overload(at3, inline="always")
 def _at3(x, i, j, k):
     if isinstance(x, types.Array):
@@ -94,7 +97,10 @@ def _at3(x, i, j, k):
             return lambda x, i, j, k: x[j, k]
         if x.ndim == 1:
             return lambda x, i, j, k: x[k]
-        return None
+        rest = (0,) * max(x.ndim - 3, 0)
+        if x.ndim == 0:
+            return lambda x, i, j, k: x[()]
+        return lambda x, i, j, k: x[(i, j, k) + rest]
     if _scalar(x):
         return lambda x, i, j, k: x
     return None
@@ -113,8 +119,14 @@ def _put3(x, i, j, k, value):
     elif x.ndim == 1:
         def impl(x, i, j, k, value):
             x[k] = value
+    elif x.ndim == 0:
+        def impl(x, i, j, k, value):
+            x[()] = value
     else:
-        return None
+        rest = (0,) * (x.ndim - 3)
+
+        def impl(x, i, j, k, value):
+            x[(i, j, k) + rest] = value
     return impl
 
 
@@ -128,7 +140,9 @@ def _shape3(x):
         return lambda x: (1, x.shape[0], x.shape[1])
     if x.ndim == 1:
         return lambda x: (1, 1, x.shape[0])
-    return None
+    if x.ndim == 0:
+        return lambda x: (1, 1, 1)
+    return lambda x: (x.shape[0], x.shape[1], x.shape[2])
 
 
 def _shape_test(first, x):

@@ -142,3 +142,27 @@ def test_a_view_of_a_temporary_comes_after_the_temporary():
     want = np.ones(6)
     want[2:] += 3.0 * (2.0 * u[1:] + u[:-1])[1:]
     assert np.array_equal(scope["f"](u, np.ones(6)), want)
+
+
+@numba.njit(cache=False)
+def _nest(a, z):
+    if rt.fusable(a, z):
+        n0, n1, n2 = rt.shape3(a)
+        for i in range(n0):
+            for j in range(n1):
+                for k in range(n2):
+                    rt.put3(a, i, j, k, rt.at3(a, i, j, k) + rt.at3(z, i, j, k))
+        return True
+    a += z
+    return False
+
+
+def test_a_nest_over_any_rank_compiles_and_runs_only_where_it_may():
+    for a, z, fused in [(np.ones((2, 3)), np.arange(6.0).reshape(2, 3), True),
+                        (np.ones(4), 2.0, True),
+                        (np.ones((2, 2, 2, 2)), 1.0, False),      # four axes
+                        (np.ones(3), np.array(2.0), False),       # a 0-d array
+                        (np.ones((2, 3)), np.arange(3.0), False)]:  # broadcast
+        want = a + z
+        assert _nest(a, z) is fused
+        assert np.array_equal(a, want)
