@@ -10,8 +10,8 @@ guard.
 """
 import pathlib
 
-import numpy as np
 import numba
+import numpy as np
 import pytest
 from conftest import load_program
 

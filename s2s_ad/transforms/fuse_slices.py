@@ -141,7 +141,8 @@ class _Function:
             view = self.view_def(s, views, loop_vars)
             if view is not None:
                 target, root, key = view
-                if run is not None and (target in run.touched or _names(s.value) & set(run.defined)):
+                if run is not None and (target in run.touched
+                                        or _names(s.value) & set(run.defined)):
                     out += self.close(run)
                     run = None
                 self.forget(views, {target})
