@@ -166,3 +166,11 @@ def test_a_nest_over_any_rank_compiles_and_runs_only_where_it_may():
         want = a + z
         assert _nest(a, z) is fused
         assert np.array_equal(a, want)
+
+
+def test_a_decorated_function_keeps_one_decorator():
+    src = ("@numba.njit\ndef f(a, b):\n    t = a[1:] * 2.0\n    b[1:] = t + a[:-1]\n\n\n"
+           "def g(x):\n    return x\n")
+    fused = fuse_source(src)
+    assert fused.count("@numba.njit") == 1 and fused.count("def g(x):") == 1
+    assert "rt.put3(_fv3, _i0, _i1, _i2, t_at + rt.at3(_fv2, _i0, _i1, _i2))" in fused

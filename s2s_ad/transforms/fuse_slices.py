@@ -66,7 +66,8 @@ def fuse_source(source):
         if isinstance(s, ast.FunctionDef):
             fused = _Function(s).run()
             if fused is not None:
-                edits.append((s.lineno, s.end_lineno, printer.unparse([fused]).split("\n")))
+                first = min([s.lineno] + [d.lineno for d in s.decorator_list])
+                edits.append((first, s.end_lineno, printer.unparse([fused]).split("\n")))
     for first, last, new in reversed(edits):
         lines[first - 1:last] = new
     return "\n".join(lines)
