@@ -88,7 +88,7 @@ def _scalar(x):
 # Arrays of no axis or more than three never pass ``fusable``; they get an
 # implementation all the same, so that the nest the guard skips compiles.
 
-@overload(at3, inline="always")
+@overload(at3)
 def _at3(x, i, j, k):
     if isinstance(x, types.Array):
         if x.ndim == 3:
@@ -106,7 +106,7 @@ def _at3(x, i, j, k):
     return None
 
 
-@overload(put3, inline="always")
+@overload(put3)
 def _put3(x, i, j, k, value):
     if not isinstance(x, types.Array):
         return None
@@ -130,7 +130,7 @@ def _put3(x, i, j, k, value):
     return impl
 
 
-@overload(shape3, inline="always")
+@overload(shape3)
 def _shape3(x):
     if not isinstance(x, types.Array):
         return None
@@ -160,7 +160,7 @@ def _same_shape(first, x):
     pass
 
 
-@overload(_same_shape, inline="always")
+@overload(_same_shape)
 def _same_shape_nb(first, x):
     return _shape_test(first, x)
 
