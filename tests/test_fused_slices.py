@@ -61,13 +61,11 @@ def _jit_source(fn, args, argnums=None):
     return ad.source(ad.jit(f), *args)
 
 
-def test_stencils_run_as_one_nest_in_primal_and_gradient():
+def test_stencil_steps_run_as_one_nest_each():
     fn, args, argnums = _args("stencil_with_scalar")
     primal = _jit_source(fn, args)
     assert primal.count("# the statements below as one loop nest") == 2
     assert "c * (" not in primal.split("if rt.fusable")[1].split("else:")[0]
-    grad = _jit_source(fn, args, argnums)
-    assert grad.count("# the statements below as one loop nest") >= 2
     # the NumPy module keeps its array expressions
     assert "fuse_slices" not in ad.source(ad.grad(fn, argnums=argnums), *args)
 
@@ -93,9 +91,9 @@ def test_heat_adjoint_writes_one_array_and_adds_into_the_other():
     fn, make, argnums = al.CASES["heat_3d_sum"]
     src = _jit_source(fn, make(np.random.default_rng(0)), argnums)
     nests = src.split("# the statements below as one loop nest")[1:]
-    assert len(nests) >= 2
     # B's write: its adjoint zeroes the written region and adds into the five
-    # slices of A it read, in one nest
+    # slices of A it read, in one nest (A's write, three adds of one scaled
+    # cotangent, stays statements: see test_adds_into_shifted_slices...)
     assert max(n.split("else:")[0].count("rt.put3(") for n in nests) == 6
 
 
@@ -174,3 +172,13 @@ def test_a_decorated_function_keeps_one_decorator():
     fused = fuse_source(src)
     assert fused.count("@numba.njit") == 1 and fused.count("def g(x):") == 1
     assert "rt.put3(_fv3, _i0, _i1, _i2, t_at + rt.at3(_fv2, _i0, _i1, _i2))" in fused
+
+
+def test_adds_into_shifted_slices_are_fused_only_with_enough_work():
+    few = ("def f(g, b):\n    t = g[1:-1] * 0.5\n    rt.add_into(b[2:], t)\n"
+           "    rt.add_into(b[1:-1], t)\n    rt.add_into(b[:-2], t)\n")
+    assert fuse_source(few) == few          # three vectorised adds beat one chained nest
+    many = ("def f(g, b):\n    t = g[1:-1] * 0.5\n    u = -t\n    v = u * 2.0\n    w = v + t\n"
+            "    rt.add_into(b[2:], t)\n    rt.add_into(b[1:-1], w)\n    rt.add_into(b[:-2], u)\n"
+            "    rt.add_into(b[1:], v)\n")
+    assert "rt.put3(" in fuse_source(many)

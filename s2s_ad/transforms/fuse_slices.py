@@ -55,6 +55,9 @@ from ..codegen import printer
 _UNARY = {"sqrt", "abs", "absolute", "square", "negative"}
 _BINARY = {"maximum", "minimum"}
 _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+#: A run that adds into several slices of one array is fused only when its
+#: statements make at least this many passes (see :meth:`_Run.scatter_only`).
+SCATTER_PASSES = 7
 
 
 def fuse_source(source):
@@ -221,7 +224,7 @@ class _Function:
         stmts = [s for s in run.stmts if not printer.is_comment(s)]
         live_out = any(self.reads.get(n, 0) > run.reads.get(n, 0) for n in run.defined)
         if not run.writes or len(stmts) < 2 or live_out \
-                or not any(key for _, key in run.operands):
+                or not any(key for _, key in run.operands) or run.scatter_only():
             return run.stmts
         self.changed = True
         return run.emit()
@@ -274,6 +277,22 @@ class _Run:
             else:
                 head.add(s)
         return head, self.stmts[last + 1:]
+
+    def scatter_only(self):
+        """Whether the run adds into several slices of one array and makes
+        fewer than :data:`SCATTER_PASSES` passes as statements (arrays
+        computed, stores, adds).  A nest adding into ``b[2:]``, ``b[1:-1]``
+        and ``b[:-2]`` at one element each is a chain from one element's store
+        to the next one's load, which LLVM does not vectorise; the statements
+        are vectorised passes, faster when there are few of them (measured,
+        medians side by side: the 1-D Jacobi adjoint, six passes, 0.043 ms as
+        statements, 0.061 ms as a nest; the 2-D five-point one, eight passes,
+        0.42 ms against 0.26 ms)."""
+        scatter = any(len(keys) > 1 and set().union(*keys.values()) == {"add"}
+                      for keys in self.access.values())
+        made = sum(1 for s in self.stmts if isinstance(s, ast.Assign)
+                   and isinstance(s.targets[0], ast.Name) and not isinstance(s.value, ast.Name))
+        return scatter and made + self.writes < SCATTER_PASSES
 
     def consistent(self):
         """No root both written and accessed through two different slices,
