@@ -41,8 +41,10 @@ same argument passed twice, a view of another): the guard's ``rt.apart``
 checks every written slice against every other operand and falls back to
 the statements as they were when two share memory, as it does when the
 shapes differ (NumPy would broadcast) or an operand has more than three
-axes.  A run is fused only when no temporary it defines is read outside it
-and it writes something.
+axes.  A run is fused only when no temporary it defines is read outside it,
+it writes something, and, when it adds into several slices of one array,
+its statements make enough passes to pay for the chain of stores and loads
+the nest makes (:meth:`_Run.scatter_only`).
 """
 import ast
 import copy
