@@ -45,6 +45,9 @@ axes.  A run is fused only when no temporary it defines is read outside it,
 it writes something, and, when it adds into several slices of one array,
 its statements make enough passes to pay for the chain of stores and loads
 the nest makes (:meth:`_Run.scatter_only`).
+
+The same module run by plain Python (a tiered ``ad.jit``'s first call while
+Numba compiles) takes the ``else`` branch: ``rt.fusable`` is False there.
 """
 import ast
 import copy
