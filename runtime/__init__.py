@@ -153,3 +153,9 @@ globals().update((_n, getattr(_batch_index, _n)) for _n in _batch_index.EXPORTS)
 __all__ += list(_batch_index.EXPORTS)
 globals().update((_n, getattr(_index_arrays, _n)) for _n in _index_arrays.EXPORTS)
 __all__ += list(_index_arrays.EXPORTS)
+
+# Fused loops over equally shaped slices (fused.py, s2s_ad/transforms/fuse_slices.py).
+from . import fused as _fused  # noqa: E402
+
+globals().update((_n, getattr(_fused, _n)) for _n in _fused.EXPORTS)
+__all__ += list(_fused.EXPORTS)

@@ -7,6 +7,7 @@ to print the source after those passes to stderr, e.g.
 passes that run inside ``forward`` and ``reverse`` (see
 :mod:`s2s_ad.ir.dump`).
 """
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from .runtime.elementwise import TRANSCENDENTAL
 from .transforms import (
     batch,
     forward,
+    fuse_slices,
     index_arrays,
     mixed,
     nested_calls,  # noqa: F401  (lowers ad.grad(f)(x) & co. for the front end)
@@ -201,6 +203,8 @@ def generate(st):
               f"Entry point: {st.entry}.  Target: {_target_text(req)}."]
     st.source = st.module.source(header)
     if req.target == "cpu":
+        if os.environ.get("S2S_AD_FUSE_SLICES", "1") != "0":
+            st.source = fuse_slices.fuse_source(st.source)
         st.source = fuse_temporaries(simd_calls(st.source))
     return st.source
 
