@@ -250,6 +250,14 @@ SAMPLES = {
                    lambda r: (r(3, 4), (np.array([0, 2, 0]), np.array([1, 1, 3])))],
     "rt.put_grad": [lambda r: (r(3, 4), np.array([0, 5, 5, 11]), r(3), "raise")],
     "rt.flat": [lambda r: (r(3, 4),), lambda r: (r(),)],
+    "rt.batch_reshape": [lambda r: (r(2, 6), (3, 2)), lambda r: (r(3, 4), (4,))],
+    "rt.index_take": [lambda r: (r(3, 4), np.array([[0, 2], [2, 1]])),
+                      lambda r: (r(3, 4), np.array([[True, False, True, True],
+                                                    [False, False, True, False],
+                                                    [True, True, False, False]]))],
+    "rt.index_take_grad": [lambda r: (r(2, 2, 4), r(3, 4), np.array([[0, 2], [2, 1]]))],
+    "rt.index_written": [lambda r: (r(3, 4), np.array([[0, 2], [2, 1]])),
+                         lambda r: (r(3), np.array([[0, 2], [2, 1]]))],
     "rt.jac_shape": [lambda r: (r(6, 4), r(2, 3), r(4)), lambda r: (r(1, 1), r(), r())],
 }
 
