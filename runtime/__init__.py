@@ -25,6 +25,7 @@ from . import accumulate as _accumulate
 from . import batch_index as _batch_index
 from . import bessel as _bessel
 from . import fft as _fft
+from . import fused as _fused
 from . import index_arrays as _index_arrays
 from . import linalg as _linalg
 from . import scans as _scans
@@ -128,34 +129,15 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "flat_size", "unit_like", "jac_zeros", "grad_zeros", "flat", "jac_shape", "jac_flat",
 ]
 
-# Product adjoints added in place into a slice of an adjoint (accumulate.py).
-globals().update((_n, getattr(_accumulate, _n)) for _n in _accumulate.EXPORTS)
-__all__ += list(_accumulate.EXPORTS)
-
-# The matrix functions (np.linalg and friends), one name each.
-globals().update((_n, getattr(_linalg, _n)) for _n in _linalg.EXPORTS)
-__all__ += list(_linalg.EXPORTS)
-
-# Scans and permutations along an axis (cumsum, cumprod, argsort, take_along_axis).
-globals().update((_n, getattr(_scans, _n)) for _n in _scans.EXPORTS)
-__all__ += list(_scans.EXPORTS)
-globals().update((_n, getattr(_special, _n)) for _n in _special.EXPORTS)
-__all__ += list(_special.EXPORTS)
-globals().update((_n, getattr(_selection, _n)) for _n in _selection.EXPORTS)
-__all__ += list(_selection.EXPORTS)
-globals().update((_n, getattr(_bessel, _n)) for _n in _bessel.EXPORTS)
-__all__ += list(_bessel.EXPORTS)
-# np.fft and the cotangents of np.real / np.imag / np.conj.
-globals().update((_n, getattr(_fft, _n)) for _n in _fft.EXPORTS)
-__all__ += list(_fft.EXPORTS)
-# Batched indexing (ad.vmap's vectorized lowering of index arrays).
-globals().update((_n, getattr(_batch_index, _n)) for _n in _batch_index.EXPORTS)
-__all__ += list(_batch_index.EXPORTS)
-globals().update((_n, getattr(_index_arrays, _n)) for _n in _index_arrays.EXPORTS)
-__all__ += list(_index_arrays.EXPORTS)
-
-# Fused loops over equally shaped slices (fused.py, s2s_ad/transforms/fuse_slices.py).
-from . import fused as _fused  # noqa: E402
-
-globals().update((_n, getattr(_fused, _n)) for _n in _fused.EXPORTS)
-__all__ += list(_fused.EXPORTS)
+# The modules that list their public names in EXPORTS, each name exported as is:
+# product adjoints added in place into a slice of an adjoint (accumulate.py); the
+# matrix functions (np.linalg and friends); scans and permutations along an axis
+# (cumsum, cumprod, argsort, take_along_axis); special functions; selection;
+# Bessel functions; np.fft and the cotangents of np.real / np.imag / np.conj;
+# batched indexing (ad.vmap's vectorized lowering of index arrays); index arrays
+# under ad.jit; fused loops over equally shaped slices (s2s_ad/transforms/fuse_slices.py).
+for _module in (_accumulate, _linalg, _scans, _special, _selection, _bessel, _fft,
+                _batch_index, _index_arrays, _fused):
+    globals().update((_n, getattr(_module, _n)) for _n in _module.EXPORTS)
+    __all__ += list(_module.EXPORTS)
+del _module

@@ -19,7 +19,7 @@ the index arithmetic is what a hand-written nest would do).
 """
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 EXPORTS = ("at3", "put3", "shape3", "fusable", "apart")
 
@@ -68,8 +68,10 @@ def apart(a, b):
     return hi_a <= lo_b or hi_b <= lo_a
 
 
+@register_jitable
 def _extent(start, shape, strides, itemsize):
-    """The first byte and one past the last byte an array's elements occupy."""
+    """The first byte and one past the last byte an array's elements occupy
+    (plain Python, and inside numba.njit)."""
     lo = hi = start
     for n, s in zip(shape, strides):
         if s > 0:
@@ -189,17 +191,7 @@ def _apart(a, b):
         if pa == pb and a.itemsize == b.itemsize and a.shape == b.shape \
                 and a.strides == b.strides:
             return True
-        lo_a = hi_a = pa
-        for n, s in zip(a.shape, a.strides):
-            if s > 0:
-                hi_a += (n - 1) * s
-            else:
-                lo_a += (n - 1) * s
-        lo_b = hi_b = pb
-        for n, s in zip(b.shape, b.strides):
-            if s > 0:
-                hi_b += (n - 1) * s
-            else:
-                lo_b += (n - 1) * s
-        return hi_a + a.itemsize <= lo_b or hi_b + b.itemsize <= lo_a
+        lo_a, hi_a = _extent(pa, a.shape, a.strides, a.itemsize)
+        lo_b, hi_b = _extent(pb, b.shape, b.strides, b.itemsize)
+        return hi_a <= lo_b or hi_b <= lo_a
     return impl
