@@ -23,10 +23,8 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import from_dtype
 
-from . import linalg
+from . import linalg, linalg_linear
 from ._nbutil import compile_impl, dtype_src, grad_dtype, loops, np_dtype
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _literal_str(ty, fname):
@@ -241,30 +239,6 @@ def _einsum(subscripts, operands):
     return compile_impl("\n".join(src))
 
 
-def grad_spec(spec, ndims, i):
-    """(spec, extras) of the cotangent of operand ``i`` (see ``linalg.einsum_grad``):
-    extras are ("eye" | "ones", axis of operand i) for the added operands."""
-    ins, out = linalg.einsum_parse(spec, len(ndims))
-    mine = ins[i]
-    terms = [out] + [s for j, s in enumerate(ins) if j != i]
-    seen, free = set("".join(terms)), iter(ch for ch in _LETTERS if ch not in spec)
-    target, first, extras = [], set(), []
-    for k, ch in enumerate(mine):
-        if ch in first:
-            new = next(free)
-            terms.append(ch + new)
-            extras.append(("eye", k))
-            target.append(new)
-            continue
-        first.add(ch)
-        target.append(ch)
-        if ch not in seen:
-            terms.append(ch)
-            extras.append(("ones", k))
-            seen.add(ch)
-    return ",".join(terms) + "->" + "".join(target), extras
-
-
 @overload(linalg.einsum_grad, prefer_literal=True)
 def _einsum_grad(g, subscripts, operands, i):
     spec = _literal_str(subscripts, "einsum_grad")
@@ -273,7 +247,7 @@ def _einsum_grad(g, subscripts, operands, i):
     i = i.literal_value
     tys = list(operands) if isinstance(operands, types.BaseTuple) else [operands]
     ct = np.result_type(grad_dtype(tys[i]), np_dtype(g))
-    gspec, extras = grad_spec(spec, _ndims(tys, "einsum_grad"), i)
+    gspec, extras = linalg_linear.einsum_grad_spec(spec, len(_ndims(tys, "einsum_grad")), i)
     arrays = ["g"] + [f"operands[{j}]" for j in range(len(tys)) if j != i]
     arr_tys = [g] + [t for j, t in enumerate(tys) if j != i]
     lines = ["def impl(g, subscripts, operands, i):"]

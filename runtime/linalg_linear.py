@@ -169,40 +169,46 @@ def einsum(subscripts, operands):
     return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
-def einsum_grad(g, subscripts, operands, i):
-    """Cotangent of operand ``i``: an einsum of g and the other operands.
+def einsum_grad_spec(subscripts, n, i):
+    """(spec, extras) of the cotangent of operand ``i`` of an einsum of ``n``
+    operands: ``spec`` contracts g, the other operands in order, then one added
+    operand per entry of ``extras``, ("eye" | "ones", axis of operand i).
 
     Letters of operand i found nowhere else enter as ones; a letter repeated
-    in it (a diagonal) enters as an identity matrix.
+    in it (a diagonal) enters as an identity matrix.  Shared by
+    :func:`einsum_grad` and its Numba version (``_nb_einsum``).
     """
-    ins, out = einsum_parse(subscripts, len(operands))
+    ins, out = einsum_parse(subscripts, n)
     mine = ins[i]
-    shape = np.shape(operands[i])
-    sizes = dict(zip(mine, shape))
-    terms, arrays = [out], [g]
-    for j, (s, x) in enumerate(zip(ins, operands)):
-        if j != i:
-            terms.append(s)
-            arrays.append(x)
+    terms = [out] + [s for j, s in enumerate(ins) if j != i]
     seen = set("".join(terms))
     free = iter(ch for ch in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                 if ch not in subscripts)
-    target, first = [], set()
-    for ch in mine:
+    target, first, extras = [], set(), []
+    for k, ch in enumerate(mine):
         if ch in first:              # a repeated letter: an identity ties it to the first
             new = next(free)
             terms.append(ch + new)
-            arrays.append(np.eye(sizes[ch]))
+            extras.append(("eye", k))
             target.append(new)
             continue
         first.add(ch)
         target.append(ch)
         if ch not in seen:
             terms.append(ch)
-            arrays.append(np.ones(sizes[ch]))
+            extras.append(("ones", k))
             seen.add(ch)
+    return ",".join(terms) + "->" + "".join(target), extras
+
+
+def einsum_grad(g, subscripts, operands, i):
+    """Cotangent of operand ``i``: an einsum of g and the other operands (see
+    :func:`einsum_grad_spec`)."""
+    spec, extras = einsum_grad_spec(subscripts, len(operands), i)
+    shape = np.shape(operands[i])
+    arrays = [g] + [x for j, x in enumerate(operands) if j != i] + [
+        np.eye(shape[k]) if kind == "eye" else np.ones(shape[k]) for kind, k in extras]
     dtype = np.result_type(g, operands[i], 0.0)
-    spec = ",".join(terms) + "->" + "".join(target)
     return np.asarray(np.einsum(spec, *arrays, optimize=len(arrays) > 2), dtype=dtype)
 
 
