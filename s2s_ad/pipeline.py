@@ -89,7 +89,7 @@ def normalize(st):
     else:
         st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request))
         st.fn = scalings.move_scalings(st.fn, _leaf_ranks(st))
-        if st.request.target == "cpu" and not any(a == "vmap" for a, _ in st.request.layers):
+        if st.request.target == "cpu" and not _batched(st.request):
             st.fn = index_arrays.lower(st.program, st.fn, _leaf_ranks(st))
     st.module = ModuleBuilder(st.program)
     st.out_tree = st.fn.out_tree
@@ -116,10 +116,15 @@ def _example_ranks(req):
     return None if any(r is not None and r < 0 for r in ranks) else ranks
 
 
+def _batched(req):
+    """Whether a vmap layer batches the function (its code is vectorized)."""
+    return any(argnums == "vmap" for argnums, _ in req.layers)
+
+
 def scalarize_small(st):
     """Compiled code: small arrays of static length become scalars."""
     req = st.request
-    if req.target not in ("cpu", "cuda") or any(argnums == "vmap" for argnums, _ in req.layers):
+    if req.target not in ("cpu", "cuda") or _batched(req):
         return ""
     n = len(st.fn.params)
     ranks = list(req.ranks[:n]) if req.ranks else [None] * n
