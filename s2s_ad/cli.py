@@ -311,6 +311,7 @@ def cache_command(args):
             f"generated modules: {info['modules']}\n"
             f"compiled functions: {info['functions']} ({info['compiled']} compiled entries, "
             f"one per function and argument types)\n"
+            f"kept builds: {info['builds']} (the transformation's output, per request)\n"
             f"size: {_size_text(info['bytes'])}\n{kernels}")
 
 

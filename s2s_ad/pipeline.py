@@ -236,7 +236,20 @@ def compile(st):
     return ""
 
 
+def element_params(st):
+    """The parameters of ``st``'s entry whose gradient comes back as a tuple of
+    element scalars (see reverse.entry_source's ``element_grads``)."""
+    known = vars(st).get("element_params")       # a build restored from the disk cache
+    if known is not None:
+        return known
+    return frozenset(i for i, t in enumerate(st.fn.param_trees)
+                     if isinstance(t, Var) and t.name in st.fn.elements)
+
+
 def has_loops(program):
+    known = getattr(program, "loops", None)       # a build restored from the disk cache
+    if known is not None:
+        return known
     return any(isinstance(s, (For, While)) for fn in program.functions.values()
                for s in walk(fn.body))
 

@@ -151,7 +151,7 @@ def test_cache_info_counts_modules_functions_and_compiled_entries(tmp_path, monk
     gen = _fill(tmp_path)
     info = ad.cache_info()
     assert info == {"path": str(gen), "exists": True, "modules": 1, "functions": 1,
-                    "compiled": 2, "bytes": len("def f(x):\n    return x\n") + 210,
+                    "compiled": 2, "builds": 0, "bytes": len("def f(x):\n    return x\n") + 210,
                     "kernels": 2, "kernel_bytes": 110, "kernel_folders": [str(kernels)]}
 
 

@@ -17,6 +17,7 @@ from ..backends import TARGETS, tiers
 from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
 from ..ir import pytree
+from . import buildcache
 from .arguments import (
     _arg_count,
     _as_dtype,
@@ -39,9 +40,7 @@ from .arguments import (
     fast_key,
 )
 
-#: Held while a pipeline is built: the passes share per-program caches, and a
-#: transform called from several threads at once is built once.
-_BUILDING = threading.RLock()
+_BUILDING = buildcache.BUILDING    # held while a pipeline is built
 
 
 #: Kinds whose entry takes the output's cotangent(s) as its last argument.
@@ -407,7 +406,7 @@ class Transformed:
                                            self.argnums, self.has_aux, self.target,
                                            self.options, ranks, self._layers(trees), lengths,
                                            self.width)
-                    st = pipeline.build(req)
+                    st = buildcache.build(req)
                     st.function = getattr(st.compiled, st.entry)
                     if self.target == "cpu" and self.options.get("compile") == "tiered":
                         measure = st.alternative is not None and \

@@ -6,8 +6,6 @@ import numbers
 
 import numpy as np
 
-from ..ir import Var
-
 METHODS = (None, "loop", "vectorize")
 
 
@@ -104,9 +102,9 @@ def _element_paths(t):
     st = t._last
     if not st.request.options.get("element_grads"):
         return set()
-    return {(1, j) for j, i in enumerate(st.request.argnums)
-            if isinstance(st.fn.param_trees[i], Var) and st.fn.param_trees[i].name in
-            st.fn.elements}
+    from ..pipeline import element_params
+    elements = element_params(st)
+    return {(1, j) for j, i in enumerate(st.request.argnums) if i in elements}
 
 
 def _raw_leaves(raw, path=(), elements=()):

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 
 from .. import backends
-from ..backends import fastcall
+from ..backends import fastcall, tiers
 from ..ir import pytree
 from .arguments import _type_key
 from .vmap_common import (
@@ -21,7 +21,7 @@ from .vmap_common import (
     _raw_leaves,
     _rebuild_raw,
 )
-from .vmap_tiered import numpy_answer
+from .vmap_tiered import FROM_DISK, from_disk, numpy_answer, per_example
 
 
 class _LoopBuilder:
@@ -95,8 +95,16 @@ class Loop:
         if size == 0:
             raise ValueError("vmap over an empty batch")
         answer = numpy_answer(self, args, moved, axes, size, treedefs)
+        if answer is FROM_DISK:
+            answer = from_disk(self, lambda: self._run(args, moved, axes, size, treedefs,
+                                                       parallel), args, moved, axes, size,
+                               treedefs)
         if answer is not None:
             return answer
+        return self._run(args, moved, axes, size, treedefs, parallel)
+
+    def _run(self, args, moved, axes, size, treedefs, parallel):
+        """The compiled loop's answer (built for this layout if need be)."""
         # The loop takes batched arrays C-contiguous, so each example it
         # passes is contiguous: the first example is taken from the same
         # arrays, so that the per-example function is compiled for one
@@ -104,12 +112,7 @@ class Loop:
         moved = [np.ascontiguousarray(x) if a is not None and isinstance(x, np.ndarray) else x
                  for x, a in zip(moved, axes)]
         sample = [x[0] if a is not None else x for x, a in zip(moved, axes)]
-        t = self.fun
-        if t.kind in ("grad", "value_and_grad", "vjp"):
-            # Gradients of small arguments come back as scalars, written
-            # straight into the output: no array per example.
-            t = t.derived(options={**t.options, "element_grads": True})
-        self._per_example = t
+        t = self._per_example = per_example(self.fun)
         entry, leaves0, post = _compiled_entry(t, pytree.unflatten_all(sample, treedefs))
         if getattr(t, "_cells", ()):
             # A lambda's closed-over values, after its own arguments (see
@@ -118,6 +121,7 @@ class Loop:
             count = sum(len(pytree.flatten(h)[0]) for h in t._with_hidden(()))
             moved = list(moved[:own]) + list(leaves0[own:own + count]) + list(moved[own:])
             axes = tuple(axes[:own]) + (None,) * count + tuple(axes[own:])
+        tiers.need_no_compile(entry, leaves0)
         raw = entry(*leaves0)
         elements = _element_paths(t)
         raw_leaves, raw_paths = _raw_leaves(raw, elements=elements)
@@ -134,6 +138,7 @@ class Loop:
                          else np.result_type(v))
                 for v, (_, ndim) in zip(raw_leaves, raw_paths)]
         misfit = np.full(1, -1, dtype=np.int64)    # an example whose output does not fit
+        tiers.need_no_compile(loop.function, (*moved, *outs, misfit))
         loop.function(*moved, *outs, misfit)
         if misfit[0] >= 0:
             raise ValueError(f"vmap: an output of {_name(self.fun)} has a different shape for "

@@ -10,6 +10,9 @@ compiles the per-example function and the loop for this argument layout (by
 running them on a one-example batch); the first call after that runs the
 compiled loop.  The thread is a :class:`s2s_ad.backends.tiers.Background`:
 not a daemon, waited for by a fork, its error raised by the next call.
+Where the per-example function's and the loop's compiled code are in the
+disk cache (a warm process), the first call loads them and runs the
+compiled loop instead.
 """
 import threading
 
@@ -24,24 +27,33 @@ _STARTING = threading.Lock()
 WAITED = "waited"
 
 
-def numpy_answer(batched, args, moved, axes, size, treedefs):
+#: From ``numpy_answer``: try the compiled loop with code from the disk cache
+#: only (see :func:`from_disk`).
+FROM_DISK = "from disk"
+
+
+def numpy_answer(batched, args, moved, axes, size, treedefs, disk=True):
     """``(result leaves, tree)`` from NumPy while the loop compiles, or None
-    when the compiled loop runs now (ready, or ``compile="eager"``)."""
+    when the compiled loop runs now (ready, or ``compile="eager"``), or
+    :data:`FROM_DISK` for a layout's first call, which first tries code
+    from the disk cache (``disk=False``: tried, and not all there)."""
     fun = batched.fun
     how = tiers.context()
     if fun.options.get("compile") != "tiered" or how == "eager":
         return None
     parallel = batched._parallel(size)
-    key = (tuple(a is None for a in axes), tuple(map(_type_key, moved)), parallel)
+    key = _layout(batched, moved, axes, size)
     with _STARTING:
         job = started = batched._tiered.get(key)
+        if job is None and how != "numpy" and disk:
+            return FROM_DISK
         if job is None and how != "numpy":
             # A long scalar loop per example: the NumPy answer would take
             # longer than the compile, so this call waits for it.
             seconds, why = _estimate(batched, moved, axes, size, treedefs)
-            if seconds is None or seconds > tiers.NUMPY_LIMIT[False]:
+            if seconds is None or seconds > tiers.NUMPY_LIMIT:
                 batched._tiered[key] = WAITED
-                limit = tiers.NUMPY_LIMIT[False]
+                limit = tiers.NUMPY_LIMIT
                 batched.tier_note = (
                     f"compiled on the first call (waited: the NumPy answer would run {why} "
                     f"in the interpreter"
@@ -70,6 +82,37 @@ def numpy_answer(batched, args, moved, axes, size, treedefs):
     result = _twin(batched)(*args)
     leaves, tree = pytree.flatten(result)
     return [np.asarray(x) for x in leaves], tree
+
+
+def _layout(batched, moved, axes, size):
+    return (tuple(a is None for a in axes), tuple(map(_type_key, moved)),
+            batched._parallel(size))
+
+
+def from_disk(batched, run, args, moved, axes, size, treedefs):
+    """A layout's first call: ``run()`` (the compiled loop) when the
+    per-example function and the loop need no compile -- compiled in this
+    process, or in the disk cache (a warm process), where they are loaded
+    now -- else the NumPy answer (or None, see :func:`numpy_answer`)."""
+    try:
+        with tiers.disk_only():
+            result = run()
+    except tiers.NotOnDisk:
+        return numpy_answer(batched, args, moved, axes, size, treedefs, disk=False)
+    with _STARTING:
+        batched._tiered.setdefault(_layout(batched, moved, axes, size), WAITED)
+    batched.tier_note = ("compiled code: the per-example function and the loop loaded from "
+                         "the disk cache (or already compiled) by the first call")
+    return result
+
+
+def per_example(t):
+    """The transform the compiled loop calls for each example."""
+    if getattr(t, "kind", None) in ("grad", "value_and_grad", "vjp"):
+        # Gradients of small arguments come back as scalars, written
+        # straight into the output: no array per example.
+        return t.derived(options={**t.options, "element_grads": True})
+    return t
 
 
 def _twin(batched):

@@ -19,8 +19,9 @@ from ..ir import pytree
 from . import tiers
 
 #: The file kinds the cache holds: generated modules, Numba's index files and
-#: compiled code, and temporary files of writes in progress.
-_MODULE, _INDEX, _CODE, _TMP = ".py", ".nbi", ".nbc", ".tmp"
+#: compiled code, the pipeline's kept builds (``s2s_ad.api.buildcache``), and
+#: temporary files of writes in progress.
+_MODULE, _INDEX, _CODE, _BUILD, _TMP = ".py", ".nbi", ".nbc", ".build", ".tmp"
 
 
 def cache_info():
@@ -28,19 +29,22 @@ def cache_info():
 
     ``path`` (the folder), ``exists``, ``modules`` (generated module files),
     ``functions`` (compiled functions, Numba index files), ``compiled``
-    (compiled entries: one per function and argument types) and ``bytes``
-    (their total size); and the runtime's cached kernels in Numba's cache
-    (runtime/_nb_kernels.py): ``kernels`` (compiled entries),
+    (compiled entries: one per function and argument types), ``builds``
+    (the pipeline's output kept per request, so that a new process skips
+    the transformation) and ``bytes`` (their total size); and the runtime's
+    cached kernels in Numba's cache (runtime/_nb_kernels.py): ``kernels`` (compiled entries),
     ``kernel_bytes`` and ``kernel_folders``.  Nothing is created.
     """
     path = backends.cache_path()
     info = {"path": str(path), "exists": path.is_dir(), "modules": 0, "functions": 0,
-            "compiled": 0, "bytes": 0, "kernels": 0, "kernel_bytes": 0, "kernel_folders": []}
+            "compiled": 0, "builds": 0, "bytes": 0, "kernels": 0, "kernel_bytes": 0,
+            "kernel_folders": []}
     for entry in _entries(path):
         kind = _kind(entry.name)
         if kind is None or kind == _TMP:
             continue
-        info[{_MODULE: "modules", _INDEX: "functions", _CODE: "compiled"}[kind]] += 1
+        info[{_MODULE: "modules", _INDEX: "functions", _CODE: "compiled",
+              _BUILD: "builds"}[kind]] += 1
         info["bytes"] += _size(entry)
     files = runtime.kernel_cache_files()
     info["kernels"] = sum(f.endswith(_CODE) for f in files)
@@ -53,7 +57,7 @@ def clear_cache():
     """Remove every generated module and compiled entry from the disk cache.
 
     Only the cache's own files are removed (generated modules, Numba's
-    ``.nbi``/``.nbc`` files, leftover temporary files), never the folder
+    ``.nbi``/``.nbc`` files, kept builds, leftover temporary files), never the folder
     itself or anything else in it.  Processes running now keep what they
     have loaded; a process that needs a removed entry compiles it again.
     The runtime's cached kernels (runtime/_nb_kernels.py) are removed from
@@ -105,7 +109,7 @@ def _entries(path):
 
 def _kind(name):
     """The cache file kind of ``name`` (see _MODULE ...), or None for another file."""
-    for kind in (_MODULE, _INDEX, _CODE, _TMP):
+    for kind in (_MODULE, _INDEX, _CODE, _BUILD, _TMP):
         if name.endswith(kind):
             return kind
     return None

@@ -7,9 +7,11 @@ start.  With tiered execution the first call of a build whose compiled code
 is not ready:
 
 * uses compiled code at once when it is already compiled in this process;
-* otherwise starts compiling it (or loading it from Numba's disk cache,
-  which takes a few hundred milliseconds in a new process, most of it
-  Numba's own start-up) in a background thread and answers from the
+* loads it from Numba's disk cache, and runs it, when it is there (a few
+  milliseconds for a cache entry; Numba's own start-up, its first jitted
+  function in a process, comes on top); for loop-free code the next call
+  measures Numba against NumPy, as below;
+* otherwise starts compiling it in a background thread and answers from the
   NumPy module -- the same generated source, so the same numbers up to
   floating point; calls made while the compile runs do the same, and the
   first call after it finishes switches to compiled code (for loop-free
@@ -95,6 +97,7 @@ class Tier:
         self.error = None
         self.thread = None
         self.numpy_only = False   # answering from NumPy under numpy_tier()
+        self.loaded = False       # loaded from the disk cache; the next call measures
 
     def first_call(self, st, leaves):
         """Choose how this call (and the next ones) run; sets ``st.function``."""
@@ -109,13 +112,13 @@ class Tier:
     def deferred(self):
         """Whether the first call answered from NumPy (compiled code comes
         later, or, under numpy_tier(), not at all)."""
-        return self.thread is not None or self.numpy_only
+        return self.thread is not None or self.numpy_only or self.loaded
 
     def reset(self, st):
         """Back to before the first call (the end of a numpy_tier() block)."""
         with _STARTING:
             st.function = getattr(st.compiled, st.entry)
-            self.started = self.numpy_only = False
+            self.started = self.numpy_only = self.loaded = False
             self.note = ""
 
     def _start(self, st, leaves):
@@ -134,27 +137,33 @@ class Tier:
         if sig in dispatcher.overloads:
             self.note = "compiled code (already compiled in this process)"
             return
-        cached = backends.in_disk_cache(dispatcher, sig)
-        ready = "loaded from the disk cache" if cached else "compiled"
+        if backends.in_disk_cache(dispatcher, sig):
+            # Loading a cache entry takes milliseconds: run compiled code now.
+            self.note = "compiled code, loaded from the disk cache by the first call"
+            if self.choose and not getattr(_LOCAL, "eager", False):
+                # The next call measures Numba against NumPy (not this one:
+                # it answers at once, as a tiered first call does).
+                st.function = self._loaded(st, dispatcher)
+                self.loaded = True
+            return
+        if getattr(_LOCAL, "disk_only", False):
+            raise NotOnDisk(st.entry)
         if getattr(_LOCAL, "eager", False):
-            self.note = (f"{ready} on the first call (waited: ad.precompile or a compiled "
-                         f"caller)")
+            self.note = "compiled on the first call (waited: ad.precompile or a compiled caller)"
             return
         seconds, why = 0.0, None      # no scalar loop: nothing to estimate
         if self.loop is not None:
             seconds, why = estimate(st, leaves)
-            limit = NUMPY_LIMIT[cached]
-            if seconds is None or seconds > limit:
-                self.note = (f"{ready} on the first call (waited: the NumPy module would run "
+            if seconds is None or seconds > NUMPY_LIMIT:
+                self.note = (f"compiled on the first call (waited: the NumPy module would run "
                              f"{why} in the interpreter"
                              + (f", about {text(seconds)} by estimate, over the "
-                                f"{text(limit)} a tiered first call may take"
+                                f"{text(NUMPY_LIMIT)} a tiered first call may take"
                                 if seconds is not None else "") + ")")
                 return
         st.function = getattr(self._numpy(st), st.entry)
-        self.note = (f"plain NumPy (the same module) while numba.njit "
-                     f"{'loads its code from the disk cache' if cached else 'compiles'} in "
-                     f"the background, then compiled code"
+        self.note = ("plain NumPy (the same module) while numba.njit compiles in "
+                     "the background, then compiled code"
                      + (f" (estimated for its loops: {why}, about {text(seconds)})"
                         if why else ""))
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
@@ -179,6 +188,15 @@ class Tier:
         finally:
             _RUNNING.discard(threading.current_thread())
 
+    def _loaded(self, st, dispatcher):
+        """The entry for the first call of code loaded from the disk cache:
+        compiled code, and the measuring entry (:meth:`_chooser`) after it."""
+        def first(*leaves):
+            if st.function is first:
+                st.function = self._chooser(st)
+            return dispatcher(*leaves)
+        return first
+
     def _failed(self, *args):
         raise self.error
 
@@ -197,6 +215,37 @@ class Tier:
         """Block until the background compile (if any) has finished."""
         if self.thread is not None:
             self.thread.join()
+
+
+class NotOnDisk(Exception):
+    """Raised by a first call inside :func:`disk_only` whose compiled code is
+    neither in this process nor in the disk cache."""
+
+
+@contextlib.contextmanager
+def disk_only():
+    """First calls in this block load compiled code from the disk cache, and
+    raise :class:`NotOnDisk` instead of compiling or answering from NumPy
+    (a batched call asking whether its per-example code is on disk)."""
+    before = getattr(_LOCAL, "disk_only", False)
+    _LOCAL.disk_only = True
+    try:
+        yield
+    finally:
+        _LOCAL.disk_only = before
+
+
+def need_no_compile(dispatcher, args):
+    """Inside :func:`disk_only`: raise :class:`NotOnDisk` unless ``dispatcher``
+    is compiled for ``args`` in this process or in the disk cache."""
+    if not getattr(_LOCAL, "disk_only", False):
+        return
+    try:
+        sig = tuple(dispatcher.typeof_pyval(x) for x in args)
+    except (ValueError, TypeError):
+        raise NotOnDisk(dispatcher.py_func.__name__) from None
+    if sig not in dispatcher.overloads and not backends.in_disk_cache(dispatcher, sig):
+        raise NotOnDisk(dispatcher.py_func.__name__)
 
 
 def context():
@@ -263,6 +312,8 @@ def scalar_loop(st):
     Ranks come from the build's argument ranks; a value of unknown rank
     counts as a scalar, so an unknown loop is waited for.
     """
+    if "loop_line" in vars(st):        # a build restored from the disk cache: kept there
+        return st.loop_line
     from ..analyses import ranks
     req = st.request
     fns = [st.fn] + [f for f in st.program.functions.values() if f is not st.fn]
@@ -292,10 +343,10 @@ def _makes_array(s, known):
 # -- the estimate: how long the NumPy module would interpret its loops ------------------
 
 #: The longest a tiered first call may spend running the NumPy module, by
-#: estimate, instead of waiting for compiled code: a compile takes seconds
-#: (keyed False); loading compiled code from the disk cache a few tenths
-#: (keyed True).  Over the limit the first call waits.
-NUMPY_LIMIT = {False: 0.5, True: 0.1}
+#: estimate, instead of waiting for a compile (which takes seconds).  Over
+#: the limit the first call waits.  (Code in the disk cache is loaded by the
+#: first call whatever the estimate.)
+NUMPY_LIMIT = 0.5
 #: Seconds per statement of the user's function run in the NumPy module
 #: (its statement and adjoint, generated): measured 0.07-0.8 us on scalar
 #: loops (rosen_loop, ode_rk4), taken at the high end.

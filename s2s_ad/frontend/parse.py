@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import UnsupportedSyntaxError
 from ..ir import Loc
+from . import reads
 from .desugar import desugar
 
 _UNSUPPORTED = {
@@ -66,7 +67,7 @@ class FunctionSource:
     """A user function's tree, its location, and its free names resolved."""
 
     def __init__(self, fn):
-        bound = None
+        bound, given = None, fn
         if inspect.ismethod(fn) and isinstance(fn.__func__, types.FunctionType):
             bound, fn = fn.__self__, fn.__func__       # a bound method: self is a constant
         if not isinstance(fn, types.FunctionType):
@@ -74,6 +75,7 @@ class FunctionSource:
                             f"so the function must be a def function, a lambda or a bound "
                             f"method defined in a file")
         self.fn = fn
+        reads.parsed(given, self)
         self.name = fn.__name__ if fn.__name__.isidentifier() else "lambda_"
         if fn.__name__ == "<lambda>":
             node, self.lines, self.first_lineno, self.filename = _lambda_source(fn)
@@ -156,20 +158,25 @@ class FunctionSource:
             if not ok:
                 return False, None
             try:
-                return True, getattr(base, node.attr)
+                obj = getattr(base, node.attr)
             except AttributeError:
                 raise self.error(node, f"{_dotted(node)} does not exist") from None
+            reads.read(self, _dotted(node), obj)
+            return True, obj
         return False, None
 
     def lookup(self, node):
         name = node.id
         if name in self._closure:
-            return self._closure[name]
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        if hasattr(builtins, name):
-            return getattr(builtins, name)
-        raise self.error(node, f"name '{name}' is not defined")
+            obj = self._closure[name]
+        elif name in self.fn.__globals__:
+            obj = self.fn.__globals__[name]
+        elif hasattr(builtins, name):
+            obj = getattr(builtins, name)
+        else:
+            raise self.error(node, f"name '{name}' is not defined")
+        reads.read(self, name, obj)
+        return obj
 
     def _check_signature(self):
         args = self.node.args
@@ -183,6 +190,7 @@ class FunctionSource:
 
     @property
     def defaults(self):
+        reads.read(self, "__defaults__", self.fn.__defaults__)
         return self.fn.__defaults__ or ()
 
 

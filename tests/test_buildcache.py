@@ -1,0 +1,203 @@
+"""The disk cache of builds (s2s_ad/api/buildcache.py): a warm process skips
+the pipeline and its first call runs compiled code, with the right numbers;
+a changed helper, global constant or custom rule is never served stale.
+
+Each test runs fresh processes (tiered ``ad.jit``, the default) sharing one
+empty cache folder, on a user module written to a temporary folder.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+MODULE = """
+import numpy as np
+import s2s_ad as ad
+
+SCALE = {scale}
+W = np.linspace({w0}, 1.0, 6)
+
+
+def helper(x):
+    return np.sum(np.{fn}(x * W) ** 2)
+
+
+@ad.custom_vjp
+def square(x):
+    return x * x
+
+
+def square_fwd(x):
+    return x * x, x
+
+
+def square_bwd(x, g):
+    return ({factor} * x * g,)
+
+
+{rule}
+
+
+def loss(x):
+    return SCALE * helper(x) + np.sum(square(x))
+
+
+def example_loss(w, x):
+    return np.sum(np.tanh(x * w) ** 2)
+"""
+
+PROBE = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import s2s_ad as ad
+import usermod
+
+which = sys.argv[2]
+x = np.linspace(-1.0, 1.0, 6)
+if which == "grad":
+    g = ad.jit(ad.grad(usermod.loss))
+    out = g(x)
+    restored = type(g._last).__name__ == "Restored"
+    note = ad.source(g).splitlines()[0]
+else:
+    xs = np.linspace(-1.0, 1.0, 24).reshape(4, 6)
+    g = ad.jit(ad.vmap(ad.grad(usermod.example_loss), in_axes=(0, None)))
+    out = g(xs, x)
+    restored = None
+    note = ad.source(g, xs, x).splitlines()[0]
+threads = [t.name for t in __import__("threading").enumerate()
+           if t.name.startswith("s2s_ad compile")]
+print(json.dumps({"out": np.asarray(out).tolist(), "restored": restored, "note": note,
+                  "threads": threads}))
+"""
+
+
+def _write(folder, scale=2.0, w0=0.1, fn="tanh", factor=2.0, rule=True):
+    text = MODULE.format(scale=scale, w0=w0, fn=fn, factor=factor,
+                         rule="square.defvjp(square_fwd, square_bwd)" if rule else "")
+    (folder / "usermod.py").write_text(text)
+    for cached in (folder / "__pycache__").glob("usermod*"):
+        cached.unlink()
+
+
+def _run(folder, cache, which="grad"):
+    env = dict(os.environ, S2S_AD_CACHE_DIR=str(cache), S2S_AD_COMPILE="tiered")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(PROBE), str(folder), which],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _expected(scale=2.0, w0=0.1, fn="tanh", factor=2.0):
+    """The gradient by central finite differences of the function itself
+    (and the custom rule's factor for ``square``, which is not its derivative
+    when ``factor`` is not 2)."""
+    x = np.linspace(-1.0, 1.0, 6)
+    w = np.linspace(w0, 1.0, 6)
+    f = {"tanh": np.tanh, "sin": np.sin}[fn]
+
+    def helper(v):
+        return scale * np.sum(f(v * w) ** 2)
+    eps = 1e-6
+    fd = np.array([(helper(x + eps * e) - helper(x - eps * e)) / (2 * eps)
+                   for e in np.eye(6)])
+    return fd + factor * x
+
+
+@pytest.fixture
+def user(tmp_path):
+    folder = tmp_path / "user"
+    folder.mkdir()
+    return folder, tmp_path / "cache"
+
+
+def test_a_warm_process_restores_the_build_and_answers_compiled(user):
+    folder, cache = user
+    _write(folder)
+    cold = _run(folder, cache)
+    assert cold["restored"] is False and "plain NumPy" in cold["note"]
+    warm = _run(folder, cache)
+    assert warm["restored"] is True
+    assert "loaded from the disk cache by the first call" in warm["note"]
+    assert warm["threads"] == []                     # nothing compiles in the background
+    np.testing.assert_allclose(warm["out"], cold["out"], rtol=1e-12)
+    np.testing.assert_allclose(warm["out"], _expected(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("change", [
+    {"fn": "sin"},                 # the helper's source
+    {"scale": 3.0},                # a global scalar constant
+    {"w0": 0.2},                   # a global array constant
+    {"factor": 5.0},               # the custom rule's backward function
+    {"rule": False},               # the rule not registered (defvjp)
+])
+def test_a_change_is_never_served_stale(user, change):
+    folder, cache = user
+    _write(folder)
+    _run(folder, cache)
+    assert _run(folder, cache)["restored"] is True
+    _write(folder, **change)
+    changed = _run(folder, cache)
+    assert changed["restored"] is False              # the pipeline ran again
+    settings = {k: v for k, v in change.items() if k != "rule"}
+    if change.get("rule") is False:
+        settings["factor"] = 2.0                     # the body's own derivative
+    np.testing.assert_allclose(changed["out"], _expected(**settings), rtol=1e-6, atol=1e-8)
+    again = _run(folder, cache)                      # and the new build is kept
+    assert again["restored"] is True
+    np.testing.assert_allclose(again["out"], changed["out"], rtol=1e-12)
+
+
+def test_a_warm_batched_call_runs_the_compiled_loop(user):
+    folder, cache = user
+    _write(folder)
+    cold = _run(folder, cache, "vmap")
+    assert "plain NumPy" in cold["note"]
+    warm = _run(folder, cache, "vmap")
+    assert "loaded from the disk cache" in warm["note"] and warm["threads"] == []
+    np.testing.assert_allclose(warm["out"], cold["out"], rtol=1e-12)
+    x = np.linspace(-1.0, 1.0, 6)
+    xs = np.linspace(-1.0, 1.0, 24).reshape(4, 6)
+    fd = [[(np.sum(np.tanh(x * (w + 1e-6 * e)) ** 2) - np.sum(np.tanh(x * (w - 1e-6 * e)) ** 2))
+           / 2e-6 for e in np.eye(6)] for w in xs]
+    np.testing.assert_allclose(warm["out"], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_the_source_of_a_restored_build(tmp_path, monkeypatch):
+    """In one process: a second transform of the same function restores the
+    build; ``ad.source`` shows the same module, and the IR is rebuilt on
+    demand (the loop estimate, ``_last.fn``)."""
+    import s2s_ad as ad
+    from s2s_ad.api.buildcache import Restored
+    monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / "user"
+    folder.mkdir()
+    _write(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    import usermod
+    x = np.linspace(-1.0, 1.0, 6)
+    first = ad.jit(ad.grad(usermod.loss), compile="eager")
+    first(x)
+    second = ad.jit(ad.grad(usermod.loss), compile="eager")
+    np.testing.assert_allclose(second(x), first(x), rtol=1e-12)
+    assert isinstance(second._last, Restored)
+    assert ad.source(second).split("\n", 1)[1] == ad.source(first).split("\n", 1)[1]
+    assert second._last.fn.name == first._last.fn.name
+    sys.modules.pop("usermod", None)
+
+
+def test_clear_cache_removes_kept_builds(user, monkeypatch):
+    import s2s_ad as ad
+    folder, cache = user
+    _write(folder)
+    _run(folder, cache)
+    monkeypatch.setenv("S2S_AD_CACHE_DIR", str(cache))
+    assert ad.cache_info()["builds"] == 1
+    ad.clear_cache()
+    assert ad.cache_info()["builds"] == 0
+    assert _run(folder, cache)["restored"] is False
