@@ -201,3 +201,43 @@ def test_clear_cache_removes_kept_builds(user, monkeypatch):
     ad.clear_cache()
     assert ad.cache_info()["builds"] == 0
     assert _run(folder, cache)["restored"] is False
+
+
+OTHER = """
+import numpy as np
+
+
+class Config:
+    scale = 3.0
+
+
+CFG = Config()
+
+
+def scaled(x):
+    return CFG.scale * np.sum(x ** 2)
+
+
+square, cube = (lambda x: np.sum(x ** 2)), (lambda x: np.sum(x ** 3))
+"""
+
+
+def test_what_no_fingerprint_describes_is_not_kept_and_lambdas_do_not_mix(tmp_path,
+                                                                         monkeypatch):
+    import s2s_ad as ad
+    from s2s_ad.api.buildcache import Restored
+    monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "othermod.py").write_text(OTHER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import othermod
+    x = np.linspace(0.5, 1.5, 5)
+    g = ad.jit(ad.grad(othermod.scaled), compile="eager")
+    np.testing.assert_allclose(g(x), 6.0 * x, rtol=1e-12)
+    assert ad.cache_info()["builds"] == 0          # an instance of a user class was read
+    for fn, expected in ((othermod.square, 2 * x), (othermod.cube, 3 * x ** 2)):
+        for again in (False, True):                # the second one restores its own build
+            h = ad.jit(ad.grad(fn), compile="eager")
+            np.testing.assert_allclose(h(x), expected, rtol=1e-12)
+            assert isinstance(h._last, Restored) is again
+    assert ad.cache_info()["builds"] == 2
+    sys.modules.pop("othermod", None)

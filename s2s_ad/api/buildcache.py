@@ -266,8 +266,8 @@ def _origins(obj, index, out, depth=0):
 
 def _entry(req, st, rec):
     """The entry for a build: its output and the manifest of its reads."""
-    if not rec.functions or rec.functions[0] is not req.fun:
-        raise _Unkept("the entry function was not parsed first")
+    if not rec.functions or rec.functions[0] is not req.fun or rec.nested:
+        raise _Unkept("the entry function was not parsed first, or a build ran inside")
     origins, links = {}, [None]
     reads_out = []
     for index, (owner, name, obj) in enumerate(rec.reads):

@@ -28,6 +28,7 @@ class Recording:
         self.sources = []
         self.functions = []       # the object each parsed function was given as
         self._owner = {}          # id(FunctionSource) -> its number
+        self.nested = False       # another recording started inside this one
 
     def owner(self, src):
         return self._owner.get(id(src))
@@ -37,6 +38,10 @@ class Recording:
 def recording():
     """Record the reads of the builds in this block (this thread)."""
     before = getattr(_LOCAL, "current", None)
+    if before is not None:
+        # A build inside a build: the inner one's reads are not the outer
+        # one's record, so the outer build cannot be described.
+        before.nested = True
     _LOCAL.current = rec = Recording()
     try:
         yield rec
