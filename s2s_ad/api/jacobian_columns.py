@@ -164,6 +164,11 @@ class Columns:
         # above covers the checks the layered function's fast path makes.
         st = layered._last if not layered._cells else None
         columns_last = tuple(range(1, len(out_shape) + 1)) + (0,)
+        padded = total < width * len(calls)          # the last call's zero tangents
+        # One argument whose block is every column, already in its shape (a
+        # vector's Jacobian): no slicing or reshaping per call.
+        whole = single and len(pieces) == 1 and pieces[0] == ((0, total),
+                                                               out_shape + (total,))
 
         def run(args):
             columns = []
@@ -173,7 +178,10 @@ class Columns:
                 columns += [douts] if width == 1 else douts
             if getattr(columns[0], "shape", ()) != out_shape:
                 return None          # a shape the plan did not see: the checked path
-            stacked = np.array(columns[:total]).transpose(columns_last).copy()
+            stacked = np.array(columns[:total] if padded else columns).transpose(
+                columns_last).copy()
+            if whole:
+                return stacked
             blocks = tuple(_scalarize(stacked[..., start:start + size].reshape(shape))
                            for (start, size), shape in pieces)
             return blocks[0] if single else blocks
