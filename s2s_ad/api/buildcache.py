@@ -14,9 +14,10 @@ imports the module, without parsing anything.
 The entry is found by a key over what the request states: the user
 function (module, name, file, first line and source text), the request
 (kind, argument structures and ranks, small lengths, argnums, layers,
-width, options except ``compile``), the hash of s2s_ad's own source files
-(its runtime included), the NumPy, Numba and Python versions, and the
-names of the registered primitive rules.  Everything else the pipeline
+width, options except ``compile``, the ``S2S_AD_FUSE_SLICES`` setting), the
+hash of s2s_ad's own source files (its runtime included), the NumPy, Numba
+and Python versions, and the names of the registered primitive rules.
+With ``S2S_AD_DUMP_AFTER`` set the pipeline always runs (to print).  Everything else the pipeline
 read -- each helper it parsed, each global or closed-over value, attribute
 chain and default argument any parsed function resolved
 (:mod:`s2s_ad.frontend.reads`) -- is listed in the entry's manifest with a
@@ -94,8 +95,10 @@ def build(req):
 
 
 def _eligible(req):
+    # S2S_AD_DUMP_AFTER asks to see the passes run: run them.
     return (req.target == "cpu" and req.options.get("cache", True)
-            and isinstance(req.fun, types.FunctionType) and backends.on_disk())
+            and isinstance(req.fun, types.FunctionType) and backends.on_disk()
+            and not os.environ.get("S2S_AD_DUMP_AFTER"))
 
 
 # -- the key -----------------------------------------------------------------------
@@ -104,8 +107,13 @@ def _key(req):
     options = sorted((k, v) for k, v in req.options.items() if k != "compile")
     parts = [str(VERSION), _package_hash(), _function(req.fun), req.kind, _text(req.trees),
              repr(req.argnums), repr(req.has_aux), repr(options), repr(req.ranks),
-             _text(req.layers), repr(req.lengths), repr(req.width), _rules()]
+             _text(req.layers), repr(req.lengths), repr(req.width), _rules(),
+             repr([os.environ.get(name) for name in _SETTINGS])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+#: Environment settings the passes read.
+_SETTINGS = ("S2S_AD_FUSE_SLICES",)
 
 
 def _text(value):
