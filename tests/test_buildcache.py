@@ -241,3 +241,18 @@ def test_what_no_fingerprint_describes_is_not_kept_and_lambdas_do_not_mix(tmp_pa
             assert isinstance(h._last, Restored) is again
     assert ad.cache_info()["builds"] == 2
     sys.modules.pop("othermod", None)
+
+
+def test_the_settings_the_passes_read(tmp_path, monkeypatch):
+    from s2s_ad import pipeline
+    from s2s_ad.api import buildcache
+    monkeypatch.setenv("S2S_AD_CACHE_DIR", str(tmp_path))
+    req = pipeline.Request(_expected, "grad", (None,), (0,), target="cpu")
+    monkeypatch.delenv("S2S_AD_FUSE_SLICES", raising=False)
+    monkeypatch.delenv("S2S_AD_DUMP_AFTER", raising=False)
+    key = buildcache._key(req)
+    assert buildcache._eligible(req)
+    monkeypatch.setenv("S2S_AD_FUSE_SLICES", "0")
+    assert buildcache._key(req) != key           # another module: another entry
+    monkeypatch.setenv("S2S_AD_DUMP_AFTER", "reverse")
+    assert not buildcache._eligible(req)          # the passes run, and print
