@@ -16,8 +16,8 @@ from s2s_ad.runtime.elementwise import SIMD_MIN, TRANSCENDENTAL
 
 import s2s_ad as ad
 from s2s_ad import pipeline
-from s2s_ad.codegen import printer
 from s2s_ad import runtime as rt
+from s2s_ad.codegen import printer
 
 
 def _domain(shape, dtype):
