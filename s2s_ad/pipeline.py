@@ -230,8 +230,23 @@ def simd_calls(stmts):
     NumPy's SIMD kernel on large float arrays (see runtime/elementwise.py):
     ``stmts`` (generated statements) with each ``np.f(...)`` of those an
     ``rt.f(...)``; ``stmts`` itself when there is none."""
-    out = [_simd(s) for s in stmts]
-    return stmts if all(a is b for a, b in zip(out, stmts)) else out
+    stack = list(stmts)
+    while stack:                       # whether there is one (most parts have none)
+        node = stack.pop()
+        if _is_simd(node):
+            return [_simd(s) for s in stmts]
+        for value in node.__dict__.values():
+            if type(value) is list:
+                stack += [v for v in value if isinstance(v, ast.AST)]
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return stmts
+
+
+def _is_simd(node):
+    f = node.func if type(node) is ast.Call else None
+    return type(f) is ast.Attribute and type(f.value) is ast.Name and f.value.id == "np" \
+        and f.attr in TRANSCENDENTAL
 
 
 def _simd(node):
@@ -242,11 +257,9 @@ def _simd(node):
         if any(a is not b for a, b in zip(done, items)):
             new = new or copy.copy(node)
             setattr(new, name, done if isinstance(value, list) else done[0])
-    f = node.func if isinstance(node, ast.Call) else None
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np" \
-            and f.attr in TRANSCENDENTAL:
+    if _is_simd(node):
         new = new or copy.copy(node)
-        new.func = ast.Attribute(ast.Name("rt", ast.Load()), f.attr, ast.Load())
+        new.func = ast.Attribute(ast.Name("rt", ast.Load()), node.func.attr, ast.Load())
     return new or node
 
 

@@ -46,13 +46,8 @@ def fuse_temporaries(parts):
     (see module doc); a part with nothing to substitute is returned as it is."""
     uses, defs = {}, {}
     for part in parts:
-        for s in part:
-            for node in ast.walk(s):
-                if isinstance(node, ast.Assign) and _target(node):
-                    defs[node.targets[0].id] = defs.get(node.targets[0].id, 0) + 1
-                if isinstance(node, ast.stmt) and not printer.is_comment(node):
-                    for n in _spelt(node):
-                        uses[n] = uses.get(n, 0) + 1
+        for word in _words(part, defs):
+            uses[word] = uses.get(word, 0) + 1
     # uses counts the definition too: a single-use temporary appears twice.
     single = {n for n, k in defs.items() if k == 1 and uses.get(n) == 2}
     return [_Block(single).run(part) for part in parts]
@@ -70,7 +65,7 @@ class _Block:
             if printer.is_comment(s):
                 out.append(s)
                 continue
-            used = [n for n in _spelt(s) if n in pending]
+            used = pending and [n for n in _spelt(s) if n in pending]
             if used:
                 at = None if isinstance(s, ast.While) else _reads(s, set(used))
                 if at is not None:
@@ -137,10 +132,45 @@ def _line(s):
 
 def _spelt(s):
     """Every word that spells a name on statement ``s``'s first line."""
+    if not isinstance(s, _COMPOUND):
+        return _words([s])
     return [w for node in _line(s) for text in _words_of(node) for w in _NAME.findall(text)]
 
 
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef, ast.Try)
+
+
+def _words(stmts, defs=None):
+    """Every word that spells a name in ``stmts`` (comments left out), counting
+    into ``defs`` the ``name = ...`` assignments of each name."""
+    words, stack = [], list(stmts)
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            words += _NAME.findall(node.id) if "." in node.id else [node.id]
+            continue
+        if kind is ast.Expr and printer.is_comment(node):
+            continue
+        if kind is ast.Assign and defs is not None and _target(node):
+            defs[node.targets[0].id] = defs.get(node.targets[0].id, 0) + 1
+        if kind in _SPELLING:
+            words += [w for text in _words_of(node) for w in _NAME.findall(text)]
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                stack += [v for v in value if isinstance(v, ast.AST)]
+            elif isinstance(value, ast.AST) and field != "ctx":
+                stack.append(value)
+    return words
+
+
+_SPELLING = {ast.Attribute, ast.Constant, ast.FunctionDef, ast.ClassDef, ast.arg, ast.keyword,
+             ast.alias, ast.Global, ast.Nonlocal}
+
+
 def _words_of(node):
+    """The text that spells names in ``node`` itself (not its children)."""
     if isinstance(node, ast.Name):
         return [node.id]
     if isinstance(node, ast.Attribute):
