@@ -59,8 +59,7 @@ class _Block:
 
     def run(self, stmts):
         """The statements of one block, rewritten (``stmts`` itself when unchanged)."""
-        out, pending = [], {}        # temporary -> (its expression, the names it reads)
-        changed = False
+        out, pending = [], {}        # temporary -> (its assignment, the names it reads)
         for s in stmts:
             if printer.is_comment(s):
                 out.append(s)
@@ -69,28 +68,25 @@ class _Block:
             if used:
                 at = None if isinstance(s, ast.While) else _reads(s, set(used))
                 if at is not None:
-                    s = _substitute(s, {n: pending.pop(n)[0] for n in at})
-                    changed = True
+                    s = _substitute(s, {n: pending.pop(n)[0].value for n in at})
                 else:
                     self._flush(pending, out)
             reads = _pure(s.value) if isinstance(s, ast.Assign) and _target(s) else None
             if reads is None:          # a call, a store, a block: every chain ends
                 self._flush(pending, out)
-                new = self._blocks(s)
-                changed = changed or new is not s
-                out.append(new)
+                out.append(self._blocks(s))
                 continue
             target = s.targets[0].id
             # A chain ends where what it reads is assigned.
             self._flush({n: pending.pop(n) for n in [n for n, (_, r) in pending.items()
                                                      if target in r]}, out)
             if target in self.single:
-                pending[target] = (s.value, reads)
-                changed = True
+                pending[target] = (s, reads)
             else:
                 out.append(s)
         self._flush(pending, out)
-        return out if changed else stmts
+        same = len(out) == len(stmts) and all(a is b for a, b in zip(out, stmts))
+        return stmts if same else out
 
     def _blocks(self, s):
         """``s`` with the blocks it holds rewritten (``s`` when none changes)."""
@@ -106,8 +102,7 @@ class _Block:
     @staticmethod
     def _flush(pending, out):
         """Write the pending assignments back where a chain ends (in their order)."""
-        for n, (value, _) in pending.items():
-            out.append(ast.Assign([ast.Name(n, ast.Store())], value))
+        out += [s for s, _ in pending.values()]
         pending.clear()
 
 
