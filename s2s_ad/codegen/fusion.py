@@ -33,9 +33,10 @@ from . import printer
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 #: Expression nodes a moved expression may contain: operators, names,
 #: constants, subscripts and slices, and calls of NumPy's ufuncs (see
-#: _ufunc) -- nothing that stores.
+#: _ufunc) -- nothing that stores.  (Any context: a subscript the slice fusion
+#: copied from a store's target reads, as its printed text does.)
 _PURE = (ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Subscript,
-         ast.Slice, ast.Tuple, ast.Load, ast.operator, ast.unaryop)
+         ast.Slice, ast.Tuple, ast.expr_context, ast.operator, ast.unaryop)
 #: Where an expression is evaluated later, several times or maybe not at all.
 _DEFERRED = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
              ast.BoolOp, ast.IfExp)
