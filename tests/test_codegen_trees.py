@@ -7,6 +7,7 @@ with comments alone still prints as valid Python, and that module assembly
 finds generated functions in the trees without parsing text.
 """
 import ast
+import traceback
 
 import numpy as np
 from conftest import fd_jacobian
@@ -84,3 +85,50 @@ def test_the_module_is_text_only_at_the_end():
     assert printer.COMMENT not in src
     np.testing.assert_allclose(ad.grad(loss)(x), fd_jacobian(loss, x), rtol=1e-6)
 
+
+
+def stencil_sweep(A, B):
+    B[1:-1] = A[2:] - 2.0 * np.exp(A[1:-1]) + A[:-2]
+    return np.sum(B * B)
+
+
+def test_the_cpu_rewrites_hand_over_trees(monkeypatch):
+    """The cpu target's rewrites (slice fusion, SIMD calls, the single-use
+    temporaries' write-back) take and return the module's trees: the module's
+    text is made once, by the one unparse, and never parsed."""
+    from s2s_ad.codegen import fusion
+    from s2s_ad.codegen.fusion import fuse_temporaries
+
+    parsed = []                  # parses called from the cpu rewrites or module assembly
+    real_parse = ast.parse
+
+    def parse(text, *args, **kwargs):
+        stack = traceback.extract_stack()
+        if any(f.filename.endswith(("codegen/fusion.py", "fuse_slices.py")) or
+               f.filename.endswith("pipeline.py") and f.name == "generate" for f in stack) \
+                and not any(f.name == "unparse" for f in stack):   # (a comment's string)
+            parsed.append(text)
+        return real_parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", parse)
+    assert "tokenize" not in vars(fusion)
+    A, B = np.linspace(0.1, 0.9, 40), np.zeros(40)
+    src = ad.source(ad.jit(ad.grad(stencil_sweep)), A, B)
+    assert "rt.exp(" in src and printer.PAREN not in src
+    lines = [line.strip() for line in src.split("\n")]
+    assert "_t3 = rt.exp(A[1:-1])" in lines and "rt.fusable(" in src
+    assert "B_copy[1:-1] = (_t1 - _t4) + _t6" in lines            # slice fusion's fallback
+    assert "rt.add_into(bA[1:-1], ((-bt5) * 2.0) * _t3)" in lines
+    assert parsed == []
+    monkeypatch.setattr(ast, "parse", real_parse)
+    tree = printer.parse(["def f(x):", "    e = x * 2.0", "    return e + x",
+                          "def g(x):", "    return x"])
+    parts = [tree[:1], tree[1:]]
+    fused = fuse_temporaries(parts)
+    assert all(isinstance(s, ast.stmt) for part in fused for s in part)
+    assert fused[1] is parts[1]                          # nothing to do: the same tree
+    assert printer.unparse(fused[0]) == "def f(x):\n    return (x * 2.0) + x"
+    assert printer.unparse(parts[0]) == "def f(x):\n    e = x * 2.0\n    return e + x"
+    np.testing.assert_allclose(ad.jit(ad.grad(stencil_sweep))(A, B),
+                               fd_jacobian(lambda a: stencil_sweep(a, np.zeros(40)), A),
+                               rtol=1e-6)

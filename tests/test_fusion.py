@@ -1,17 +1,20 @@
 """Single-use variables written back into the expression that reads them
-(s2s_ad/codegen/fusion.py, the cpu target's source): which are moved, which
+(s2s_ad/codegen/fusion.py, on the cpu target's trees): which are moved, which
 stay, and a compiled stencil checked against NumPy and finite differences."""
 import textwrap
 
 import numpy as np
 
 import s2s_ad as ad
+from s2s_ad.codegen import printer
 from s2s_ad.codegen.fusion import fuse_temporaries
 from tests.conftest import fd_jacobian
 
 
 def _fused(text):
-    return fuse_temporaries(textwrap.dedent(text).strip("\n")).split("\n")
+    """``text`` (a function as the printer writes it) fused, as its lines."""
+    tree = printer.parse(textwrap.dedent(text).strip("\n").split("\n"))
+    return printer.unparse(fuse_temporaries([tree])[0]).split("\n")
 
 
 def test_a_chain_of_single_use_temporaries_becomes_one_expression():
@@ -75,7 +78,7 @@ def test_blocks_strings_attributes_and_tuples():
             for i in range(n):
                 e = x + 1.0
                 x = e
-            k = x, d
+            k = (x, d)
             y = rt.einsum('d,d->', (x, x))
             return y.d + k[0]
             m = x * 2.0
@@ -85,7 +88,7 @@ def test_blocks_strings_attributes_and_tuples():
                    "    d = x * 2.0",          # read after the loop: not moved into it
                    "    for i in range(n):",
                    "        x = x + 1.0",
-                   "    k = x, d",
+                   "    k = (x, d)",
                    "    y = rt.einsum('d,d->', (x, x))",
                    "    return y.d + k[0]",
                    "    m = x * 2.0",

@@ -17,6 +17,7 @@ from s2s_ad.runtime.elementwise import SIMD_MIN, TRANSCENDENTAL
 import s2s_ad as ad
 from s2s_ad import pipeline
 from s2s_ad import runtime as rt
+from s2s_ad.codegen import printer
 
 
 def _domain(shape, dtype):
@@ -82,9 +83,13 @@ def test_numpy_target_keeps_numpy_calls():
 
 
 def test_rewrite_leaves_comments_and_other_names_alone():
-    text = "    # y = np.exp(x)  [line 3]\n    y = np.exp(x) + np.sqrt(x) + np.expm1(x)\n"
-    assert pipeline.simd_calls(text) == (
-        "    # y = np.exp(x)  [line 3]\n    y = rt.exp(x) + np.sqrt(x) + rt.expm1(x)\n")
+    tree = printer.parse(["# y = np.exp(x)  [line 3]",
+                          "y = np.exp(x) + np.sqrt(x) + np.expm1(x) + sp.exp(x)"])
+    assert printer.unparse(pipeline.simd_calls(tree)) == (
+        "# y = np.exp(x)  [line 3]\ny = rt.exp(x) + np.sqrt(x) + rt.expm1(x) + sp.exp(x)")
+    assert printer.unparse(tree).startswith("# y = np.exp(x)  [line 3]\ny = np.exp(x) +")
+    untouched = printer.parse(["y = np.sqrt(x)"])
+    assert pipeline.simd_calls(untouched) is untouched
 
 
 def row_energy(x):

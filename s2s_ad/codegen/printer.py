@@ -33,6 +33,8 @@ HEADER = ("import math\n\nimport numpy as np\n\nfrom s2s_ad import runtime as rt
 
 #: The function a comment statement calls in a tree of generated code (see :func:`comment`).
 COMMENT = "__s2s_ad_comment__"
+#: The function whose call prints as parentheses around its arguments (see :func:`paren`).
+PAREN = "__s2s_ad_paren__"
 
 
 def name(n):
@@ -202,6 +204,19 @@ def is_comment(s):
         isinstance(s.value.func, ast.Name) and s.value.func.id == COMMENT
 
 
+def paren(*exprs):
+    """An expression that :func:`unparse` prints as ``(exprs)``: parentheses
+    ``ast.unparse`` would leave out (an operator's operand that binds tighter
+    anyway, a tuple in a subscript)."""
+    return ast.Call(name(PAREN), list(exprs), [])
+
+
+def is_paren(node):
+    """Whether ``node`` is a :func:`paren`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == PAREN
+
+
 def parse(lines):
     """Generated source ``lines`` (any common indentation) as a list of ``ast``
     statements, each comment line a :func:`comment` statement."""
@@ -228,14 +243,16 @@ class Tree(tuple):
 
 def unparse(stmts):
     """The source of the statements ``stmts`` (no final newline), each
-    :func:`comment` printed as the comment; a block left with comments alone
-    gets a ``pass``.  A :class:`Tree` gives back the text it was parsed from
-    (the same text: the lines a :class:`Writer` prints are what ``ast.unparse``
-    prints)."""
+    :func:`comment` printed as the comment, each :func:`paren` as parentheses;
+    a block left with comments alone gets a ``pass``.  A :class:`Tree` gives
+    back the text it was parsed from (the same text: the lines a
+    :class:`Writer` prints are what ``ast.unparse`` prints)."""
     if isinstance(stmts, Tree):
         return stmts.source
     stmts = [_with_pass(copy.copy(s)) for s in stmts]
     text = ast.unparse(ast.fix_missing_locations(ast.Module(stmts, [])))
+    if PAREN in text:
+        text = text.replace(PAREN + "(", "(")
     out = []
     for line in text.splitlines():
         stripped = line.lstrip()

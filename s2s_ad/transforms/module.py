@@ -101,16 +101,19 @@ class ModuleBuilder:
         return node is not None and widen.pure_function(
             node, lambda callee: callee in seen or self.pure(callee, seen))
 
-    def source(self, header):
+    def source(self, header, parts=None):
+        """The module's text: ``header`` as comments, the imports, ``parts`` (the
+        module's trees by default, or a rewrite of them) unparsed."""
         consts = ", ".join(f"{k} ({_describe(v)})" for k, v in self.program.consts.items())
         lines = [f"# {line}" for line in header]
         if consts:
             lines.append(f"# module constants bound at import: {consts}")
-        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + self.text()
+        return "\n".join(lines) + "\n" + codegen.HEADER + "\n\n" + self.text(parts)
 
-    def text(self):
+    def text(self, parts=None):
         """The functions of the module, unparsed (two blank lines between parts)."""
-        return "\n".join(codegen.unparse(part) + "\n\n" for part in self.parts)
+        return "\n".join(codegen.unparse(part) + "\n\n"
+                         for part in (self.parts if parts is None else parts))
 
 
 def _callees(fn):
