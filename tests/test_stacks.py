@@ -152,6 +152,45 @@ def test_storage_is_sized_for_the_loops_trips():
     assert "y_saved[y_saved_top] = y[i]" in src, src
 
 
+def matrix_rows(A, w):
+    """Saved elements of a matrix; the inner bound is read from its shape
+    inside the outer loop (an array no loop rebinds keeps its shape)."""
+    B = A.copy()
+    for i in range(B.shape[0]):
+        for j in range(1, B.shape[1]):
+            B[i, j] = math.sin(B[i, j]) * w[j] + 0.5 * B[i, j - 1]
+    return np.sum(B * B)
+
+
+def rebound_bound(x):
+    """The outer loop rebinds the array whose shape bounds the inner loop."""
+    s = 0.5
+    for i in range(2):
+        x = np.concatenate((x, x[:1]))
+        for j in range(x.shape[0]):
+            s = math.sin(s + x[j])
+    return s
+
+
+@pytest.mark.parametrize("target", ["python", "cpu"])
+def test_matrix_elements_on_a_float_stack(target):
+    W = RNG.uniform(0.1, 1.0, 5)
+    A = RNG.uniform(0.1, 1.0, (4, 5))
+    check_grad(matrix_rows, (A, W), (0, 1), target=target)
+    check_grad(rebound_bound, (X,), 0, target=target)
+
+
+def test_shape_read_bounds_are_hoisted_into_the_size():
+    W = RNG.uniform(0.1, 1.0, 5)
+    src = ad.source(ad.jit(ad.grad(matrix_rows, argnums=(0, 1))), RNG.uniform(size=(4, 5)), W)
+    assert "B_saved = rt.float_stack(len(range(_t3)) * len(range(1, np.shape(B)[1])))" \
+        in src, src
+    assert "B_saved[B_saved_top] = B[i, j]" in src and "B_saved.append" not in src, src
+    # x is rebound by the outer loop: its shape is not known before it
+    src = ad.source(ad.jit(ad.grad(rebound_bound)), X)
+    assert "rt.float_stack(" not in src and ".append(" in src, src
+
+
 def test_float32_values_keep_their_precision():
     """float32 values go on float64 storage and come back unchanged."""
     x32 = X.astype(np.float32)

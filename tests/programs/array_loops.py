@@ -202,6 +202,27 @@ def flux_limited_diffusion(u, coeff):
     return np.sum(out)
 
 
+def saved_matrix_elements(A, w):
+    """Element writes of a matrix in a double loop whose inner bound is read
+    from the matrix's shape inside the outer loop: the overwritten elements
+    (the adjoint reads them, through sin) go on a preallocated float stack."""
+    for i in range(A.shape[0]):
+        for j in range(1, A.shape[1]):
+            A[i, j] = np.sin(A[i, j]) * w[j] + 0.5 * A[i, j - 1]
+    return np.sum(A * A)
+
+
+def rebound_inner_bound(a):
+    """The outer loop rebinds the array whose shape bounds the inner loop:
+    the trips are not known before the outer loop (a list stack)."""
+    s = 0.5
+    for i in range(3):
+        a = np.concatenate((a, a[:1] * 0.5))
+        for j in range(a.shape[0]):
+            s = 0.9 * s + np.tanh(a[j] * s)
+    return s
+
+
 def _r(rng, *shape):
     return rng.uniform(0.1, 1.0, size=shape)
 
@@ -227,6 +248,8 @@ CASES = {
     "scaled_product_kept": (scaled_product_kept, lambda r: (_r(r, 3, 4), _r(r, 4)), (0, 1)),
     "scaled_products_in_a_loop": (scaled_products_in_a_loop,
                                   lambda r: (_r(r, 4, 4), _r(r, 4), 0.8), (0, 1, 2)),
+    "saved_matrix_elements": (saved_matrix_elements, lambda r: (_r(r, 4, 5), _r(r, 5)), (0, 1)),
+    "rebound_inner_bound": (rebound_inner_bound, lambda r: (_r(r, 4),), 0),
 }
 
 #: Slow to compile (3-D slices and np.where: about 30 s): the slow tier.

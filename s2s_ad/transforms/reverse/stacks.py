@@ -3,6 +3,7 @@ adjoint sweep pops, as lists or preallocated float arrays with a top index
 (``rt.float_stack``, sized by :func:`_capacity`).
 """
 import ast
+import copy
 
 from ...codegen import printer as codegen
 from ...codegen.adjoints import assign, call
@@ -12,6 +13,7 @@ from ...ir import (
     For,
     If,
     Prim,
+    Tup,
     Var,
     While,
     blocks,
@@ -81,7 +83,8 @@ def _capacity(chains):
     and the most pushes it can make (``len(range(n)) * len(range(k))`` for a
     block inside two loops), when that is known before the loop runs.  None
     for a block inside a ``while`` loop or in more than one top-level loop,
-    or inside a loop whose bounds the outermost loop changes.
+    or inside a loop whose bounds the outermost loop changes (other than
+    by reading a shape, see :func:`_shapes_before`).
     """
     chains = [c for c in chains if any(isinstance(x, (For, While)) for x in c)]
     if not chains or not isinstance(chains[0][0], For):
@@ -96,14 +99,17 @@ def _capacity(chains):
             changed.add(x.index)
         elif isinstance(x, If):
             changed.update(x.joins)
+    hoisted = _shapes_before(outer, changed)
     terms = {}
     for chain in chains:
         loops = [x for x in chain if isinstance(x, (For, While))]
         if chain[0] is not outer or any(isinstance(x, While) for x in loops) or any(
-                set(var_names([x.start, x.stop, x.step])) & changed for x in loops[1:]):
+                set(var_names([x.start, x.stop, x.step])) & changed - set(hoisted)
+                for x in loops[1:]):
             return None
-        trips = [ast.Call(codegen.name("len"), [codegen.range_expr(x.start, x.stop, x.step)], [])
-                 for x in loops]
+        trips = [_Substitute(hoisted).visit(
+            ast.Call(codegen.name("len"), [codegen.range_expr(x.start, x.stop, x.step)], []))
+            for x in loops]
         term = trips[0]
         for t in trips[1:]:
             term = ast.BinOp(term, ast.Mult(), t)
@@ -114,6 +120,41 @@ def _capacity(chains):
         term = term if count == 1 else ast.BinOp(ast.Constant(count), ast.Mult(), term)
         size = term if size is None else ast.BinOp(size, ast.Add(), term)
     return outer, size
+
+
+def _shapes_before(outer, changed):
+    """{name: expression} for the names the loop ``outer`` defines once as
+    the shape of an array it does not rebind (``np.shape(B)``), or an item
+    of such a shape (``_t4[1]``): writes into an array keep its shape, so
+    the expression, printed before the loop, has the value the name has in
+    every iteration (an inner loop's bound ``B.shape[1]``)."""
+    defs = {}
+    for x in walk(outer.body):
+        for t in _targets(x):
+            defs[t] = None if t in defs else x
+    hoisted = {}
+    for t, x in defs.items():
+        if not isinstance(x, Prim) or t in outer.carried or not x.args or \
+                not isinstance(x.args[0], Var):
+            continue
+        a = x.args[0].name
+        if x.rule.gives_shape and a not in changed:
+            hoisted[t] = codegen.prim_expr(x)
+        elif x.rule.name == "getitem" and a in hoisted and \
+                isinstance(x.params.get("index"), Const):
+            hoisted[t] = _Substitute(hoisted).visit(codegen.prim_expr(x))
+    return hoisted
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replaces the names of ``exprs`` by (copies of) their expressions."""
+
+    def __init__(self, exprs):
+        self.exprs = exprs
+
+    def visit_Name(self, node):
+        e = self.exprs.get(node.id)
+        return node if e is None else copy.deepcopy(e)
 
 
 def _offset(index, k):
@@ -144,8 +185,8 @@ class Stacks:
 
     def _allocation(self, name, kind):
         """(top-level loop, size) when the stack of ``name`` (a scalar float
-        the adjoint reads, or a saved element of a float vector) can be
-        allocated before that loop, else None: a list."""
+        the adjoint reads, or a saved element of a float array: an integer
+        index per axis) can be allocated before that loop, else None: a list."""
         names, writes = self._push_sites()
         if kind == "stack":
             if name not in self.act or self.ranks.get(name) != 0:
@@ -153,9 +194,11 @@ class Stacks:
             return _capacity(names.get(name, []))
         s, chain = writes[kind[1]]
         index = s.params.get("index")
-        scalar = isinstance(index, Const) and type(index.value) is int or \
-            isinstance(index, Var) and self.ranks.get(index.name) == 0
-        if name not in self.act or self.ranks.get(name) != 1 or not scalar:
+        items = index.items if isinstance(index, Tup) else (index,)
+        scalar = len(items) == self.ranks.get(name) and all(
+            isinstance(k, Const) and type(k.value) is int or
+            isinstance(k, Var) and self.ranks.get(k.name) == 0 for k in items)
+        if name not in self.act or not scalar:
             return None
         return _capacity([chain])
 
