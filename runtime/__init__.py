@@ -31,7 +31,8 @@ from . import linalg as _linalg
 from . import scans as _scans
 from . import selection as _selection
 from . import special as _special
-from ._nb_kernels import cache_files as kernel_cache_files  # noqa: F401  (s2s-ad cache)
+from ._nb_cached import cache_files as kernel_cache_files  # noqa: F401  (s2s-ad cache)
+from ._nb_cached import source_digest  # noqa: F401  (the backends' cache keys)
 from .batching import broadcast_batch, lift, take, take_grad
 from .batching import broadcast_like as batch_broadcast_like
 from .batching import dot as bdot

@@ -53,9 +53,36 @@ def dot_ones(g):
 
 
 @_kernel
-def multiply(g, p):
-    """``g * p``, broadcast as NumPy does."""
-    return g * p
+def broadcast_extent(a, b):
+    """The length two axes of lengths ``a`` and ``b`` broadcast to."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("operands could not be broadcast together")
+
+
+@_kernel
+def times_broadcast(g, p, out):
+    """``out[i, j] = g[i, j] * p[i, j]``, a length-1 axis of ``g`` or ``p``
+    repeated along ``out``'s (NumPy's broadcasting, checked by the caller).
+    A plain loop: Numba's broadcasting product compiles several times more
+    code, which every compile linking it optimised again."""
+    n, m = out.shape
+    gi, gj = int(g.shape[0] == n), int(g.shape[1] == m)
+    pi, pj = int(p.shape[0] == n), int(p.shape[1] == m)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = g[i * gi, j * gj] * p[i * pi, j * pj]
+
+
+@_kernel
+def times_broadcast_1d(g, p, out):
+    """``out[i] = g[i] * p[i]`` (as :func:`times_broadcast`, 1-D)."""
+    n = out.shape[0]
+    gi, pi = int(g.shape[0] == n), int(p.shape[0] == n)
+    for i in range(n):
+        out[i] = g[i * gi] * p[i * pi]
 
 
 @_kernel

@@ -125,13 +125,17 @@ overload(trmm)(_triangular_impl("trmm", {"d": _dtrmm, "s": _strmm}))
 
 
 def _factor_impl(fname, routines):
+    # A constant message: Numba compiles an f-string in jitted code as string
+    # code (about a second of the first compile, docs/compile_time.md §4).
+    not_square = f"{fname}: the matrix must be square"
+
     def generic(a):
         fn = routines[_kind(a)]
 
         def impl(a):
             n = a.shape[0]
             if a.shape[1] != n:
-                raise ValueError(f"{fname}: the matrix must be square")
+                raise ValueError(not_square)
             if n == 0:
                 return 0
             # Fortran's upper triangle of A.T is the lower triangle of A.

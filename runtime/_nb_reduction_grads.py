@@ -12,7 +12,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
-from numba.np.numpy_support import as_dtype, from_dtype
+from numba.np.numpy_support import as_dtype
 
 from . import _nb_kernels as kernels
 from . import reductions
@@ -118,33 +118,52 @@ def _times_kept(g, p, temporary=False):
     if not (isinstance(g, types.Array) and isinstance(p, types.Array)
             and g.ndim == p.ndim and p.ndim in (1, 2)):
         return lambda g, p, temporary=False: g * p
-    same = g.dtype == p.dtype
-    dt = from_dtype(np.result_type(as_dtype(g.dtype), as_dtype(p.dtype)))
-    # The loops and the broadcast product are cached kernels (_nb_kernels):
-    # typing ``g * p`` inline cost up to a second of every compile.
+    dt = dtype_src(np.result_type(as_dtype(g.dtype), as_dtype(p.dtype)))
+    # p itself is scaled in place when it is the adjoint's own array of
+    # the result's dtype.
+    new = (f"p if temporary else np.empty(p.shape, {dt})" if g.dtype == p.dtype
+           else f"np.empty(p.shape, {dt})")
+    # Generated text, so a cached kernel (_nb_cached) around the cached
+    # loops (_nb_kernels); any other broadcast is a loop too, not Numba's
+    # broadcasting product, whose code every compile optimised again.
     if p.ndim == 1:
-        def impl(g, p, temporary=False):
-            if g.shape[0] != 1:
-                return kernels.multiply(g, p)
-            out = p if temporary and same else np.empty(p.shape, dt)
-            s = g[0]
-            for i in range(p.shape[0]):
-                out[i] = s * p[i]
-            return out
-        return impl
-
-    def impl(g, p, temporary=False):
-        n, m = p.shape
-        rows = g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1)
-        if not (rows or g.shape[0] == 1 and g.shape[1] == m):
-            return kernels.multiply(g, p)
-        out = p if temporary and same else np.empty((n, m), dt)
-        if rows:
-            kernels.times_rows(g, p, out)
-        else:
-            kernels.times_columns(g, p, out)
+        return compile_impl(f"""def impl(g, p, temporary=False):
+    if g.shape[0] != 1:
+        out = np.empty({_extent(0)}, {dt})
+        times_broadcast_1d(g, p, out)
         return out
-    return impl
+    out = {new}
+    s = g[0]
+    for i in range(p.shape[0]):
+        out[i] = s * p[i]
+    return out
+# times_kept""", _TIMES)
+    return compile_impl(f"""def impl(g, p, temporary=False):
+    n, m = p.shape
+    rows = g.shape[1] == 1 and (g.shape[0] == n or g.shape[0] == 1)
+    if not (rows or g.shape[0] == 1 and g.shape[1] == m):
+        out = np.empty(({_extent(0)}, {_extent(1)}), {dt})
+        times_broadcast(g, p, out)
+        return out
+    out = {new}
+    if rows:
+        times_rows(g, p, out)
+    else:
+        times_columns(g, p, out)
+    return out
+# times_kept""", _TIMES)
+
+
+def _extent(d):
+    """Source of the broadcast length of axis ``d`` of g and p (NumPy's rule;
+    the same error where it fails)."""
+    return f"_broadcast(g.shape[{d}], p.shape[{d}])"
+
+
+_TIMES = {"times_broadcast": kernels.times_broadcast,
+          "times_broadcast_1d": kernels.times_broadcast_1d,
+          "times_rows": kernels.times_rows, "times_columns": kernels.times_columns,
+          "_broadcast": kernels.broadcast_extent}
 
 
 def _prod_grad_src(g, a, axis, keepdims):

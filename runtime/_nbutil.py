@@ -4,13 +4,16 @@ The overloads specialise on what Numba knows while typing a call: array
 ranks and dtypes, and literal `axis`/`keepdims` values.  This module turns
 those Numba types into plain Python facts (or a clear TypingError) and
 compiles the per-specialisation source text the overloads generate.
-Guarantees: each distinct generated source is exec'd once per process.
+Guarantees: each distinct generated source is exec'd once per process;
+inside a compile with a cache folder, it is a cached kernel (_nb_cached).
 """
 
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.np.numpy_support import as_dtype
+
+from ._nb_cached import cached_impl
 
 _IMPL_CACHE = {}
 
@@ -21,6 +24,9 @@ def compile_impl(src, env=None):
     `env` supplies the globals the source refers to besides `np`; it must
     be the same for a given `src`, which is the cache key.
     """
+    cached = cached_impl(src, env or {})
+    if cached is not None:      # a kernel in Numba's disk cache (see _nb_cached)
+        return cached
     impl = _IMPL_CACHE.get(src)
     if impl is None:
         scope = {"np": np, **(env or {})}

@@ -3,18 +3,20 @@ runtime's source: compiled code that inlined an older runtime helper (Numba's di
 cache checks only the generated file) is not found after the runtime changes."""
 from pathlib import Path
 
+from s2s_ad.runtime import _nb_cached
+
 from s2s_ad import backends, runtime
 
 
 def test_module_name_covers_the_runtime_source(monkeypatch):
     before = backends.module_name("x = 1\n", {}, "f")
     assert before == backends.module_name("x = 1\n", {}, "f")       # stable
-    monkeypatch.setitem(backends._RUNTIME, "digest", "another runtime")
+    monkeypatch.setitem(_nb_cached._DIGEST, "digest", "another runtime")
     assert backends.module_name("x = 1\n", {}, "f") != before
 
 
 def test_runtime_fingerprint_reads_every_runtime_module(monkeypatch):
-    monkeypatch.delitem(backends._RUNTIME, "digest", raising=False)
+    monkeypatch.delitem(_nb_cached._DIGEST, "digest", raising=False)
     read = []
     original = Path.read_bytes
 

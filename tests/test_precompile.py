@@ -193,14 +193,15 @@ def test_cli_cache_info_and_clear(tmp_path, monkeypatch, capsys, kernels):
 def test_the_kernel_cache_files_are_numbas_entries_of_the_runtime_kernels():
     from s2s_ad.runtime import _nb_kernels
     g, p = np.ones((2, 3)), np.ones((2, 3))
-    _nb_kernels.multiply(g, p)                 # compiled, or loaded from Numba's cache
+    _nb_kernels.times_rows(g[:, :1], p, p.copy())  # compiled, or loaded from Numba's cache
     files = runtime.kernel_cache_files()
-    folder = _nb_kernels.multiply._cache._cache_path
-    index = _nb_kernels.multiply._cache._cache_file._index_name
+    folder = _nb_kernels.times_rows._cache._cache_path
+    index = _nb_kernels.times_rows._cache._cache_file._index_name
     assert os.path.join(folder, index) in files
     assert any(f.startswith(os.path.join(folder, index[:-len(".nbi")] + ".")) and
                f.endswith(".nbc") for f in files)
-    assert all(os.path.basename(f).startswith("_nb_kernels.") for f in files)
+    # and the generated implementations' files (runtime/_nb_cached.py)
+    assert all(os.path.basename(f).startswith(("_nb_kernels.", "rt_")) for f in files)
 
 
 # -- bad input --------------------------------------------------------------------------

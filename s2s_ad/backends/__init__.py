@@ -90,21 +90,12 @@ def module_name(source, consts, stem):
     return f"{stem}_{digest}"
 
 
-_RUNTIME = {}
-
-
 def _runtime_fingerprint():
     """The hash of the runtime's source files: Numba's disk cache checks only the
     generated module's own file, so compiled code that inlined an older runtime
-    helper must not be found under the same name (once per process)."""
-    if "digest" not in _RUNTIME:
-        from .. import runtime
-        h = hashlib.sha256()
-        for path in sorted(Path(runtime.__file__).parent.glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-        _RUNTIME["digest"] = h.hexdigest()
-    return _RUNTIME["digest"]
+    helper must not be found under the same name."""
+    from .. import runtime
+    return runtime.source_digest()
 
 
 def _fingerprint(consts):
