@@ -52,15 +52,20 @@ _LOCAL = threading.local()
 
 
 @contextlib.contextmanager
-def eager():
-    """Calls in this block wait for compiled code (``ad.precompile``, and
-    compiled callers that need the Numba entry point itself)."""
-    before = getattr(_LOCAL, "eager", False)
-    _LOCAL.eager = True
+def _flag(name):
+    """Set the thread's flag ``name`` for the block (restoring it after)."""
+    before = getattr(_LOCAL, name, False)
+    setattr(_LOCAL, name, True)
     try:
         yield
     finally:
-        _LOCAL.eager = before
+        setattr(_LOCAL, name, before)
+
+
+def eager():
+    """Calls in this block wait for compiled code (``ad.precompile``, and
+    compiled callers that need the Numba entry point itself)."""
+    return _flag("eager")
 
 
 @contextlib.contextmanager
@@ -222,17 +227,11 @@ class NotOnDisk(Exception):
     neither in this process nor in the disk cache."""
 
 
-@contextlib.contextmanager
 def disk_only():
     """First calls in this block load compiled code from the disk cache, and
     raise :class:`NotOnDisk` instead of compiling or answering from NumPy
     (a batched call asking whether its per-example code is on disk)."""
-    before = getattr(_LOCAL, "disk_only", False)
-    _LOCAL.disk_only = True
-    try:
-        yield
-    finally:
-        _LOCAL.disk_only = before
+    return _flag("disk_only")
 
 
 def need_no_compile(dispatcher, args):
