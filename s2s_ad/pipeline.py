@@ -210,19 +210,10 @@ def generate(st):
     parts = st.module.parts
     if req.target == "cpu":      # rewrites of the module's trees, before their one unparse
         if os.environ.get("S2S_AD_FUSE_SLICES", "1") != "0":
-            parts = [_slices_fused(part) for part in parts]
+            parts = [fuse_slices.fuse_part(part) for part in parts]
         parts = fuse_temporaries([simd_calls(part) for part in parts])
     st.source = st.module.source(header, parts)
     return st.source
-
-
-def _slices_fused(part):
-    """The functions of ``part`` with their elementwise runs over slices fused
-    (transforms/fuse_slices.py); ``part`` itself when none is."""
-    # fuse_slices.fuse_source does this on a module's text.
-    fused = [(fuse_slices._Function(s).run() or s) if isinstance(s, ast.FunctionDef) else s
-             for s in part]
-    return part if all(a is b for a, b in zip(fused, part)) else fused
 
 
 def simd_calls(stmts):

@@ -65,20 +65,20 @@ _COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 SCATTER_PASSES = 7
 
 
+def fuse_part(stmts):
+    """``stmts`` (a part of a generated module, as trees) with the elementwise
+    runs over slices of its functions fused; ``stmts`` itself when none is."""
+    fused = [(_Function(s).run() or s) if isinstance(s, ast.FunctionDef) else s
+             for s in stmts]
+    return stmts if all(a is b for a, b in zip(fused, stmts)) else fused
+
+
 def fuse_source(source):
-    """``source`` (a generated module) with its elementwise runs over slices fused."""
-    lines = source.split("\n")
-    stmts = printer.parse(lines)
-    edits = []
-    for s in stmts:
-        if isinstance(s, ast.FunctionDef):
-            fused = _Function(s).run()
-            if fused is not None:
-                first = min([s.lineno] + [d.lineno for d in s.decorator_list])
-                edits.append((first, s.end_lineno, printer.unparse([fused]).split("\n")))
-    for first, last, new in reversed(edits):
-        lines[first - 1:last] = new
-    return "\n".join(lines)
+    """``source`` (a module's text) with its runs fused: :func:`fuse_part` on
+    its statements, printed again, or ``source`` itself when nothing fuses."""
+    stmts = printer.parse(source.split("\n"))
+    fused = fuse_part(stmts)
+    return source if fused is stmts else printer.unparse(fused)
 
 
 def _attr(node, module):
