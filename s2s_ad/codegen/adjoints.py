@@ -111,15 +111,18 @@ class Adjoints:
                 entry[1] = entry[1] and all(owned for owned, _ in ends)
                 entry[2] = entry[2].union(*(sharing for _, sharing in ends))
 
-    def prepare(self, var, inplace):
-        """Make ``bx`` defined (zeros), and owned when it is updated in place."""
+    def prepare(self, var, inplace, from_primal=False):
+        """Make ``bx`` defined (zeros), and owned when it is updated in place;
+        ``from_primal``: shaped like ``x`` itself even where a forgotten
+        adjoint of ``x`` is at hand (a loop-carried ``x`` whose shape changes
+        from one iteration to the next)."""
         entry = self.vars.get(var)
         if entry is None:
             adj = self.name_of(var)
             self.vars[var] = [adj, True, frozenset()]
             # A forgotten adjoint still has the primal's shape: zeroing from it
             # keeps the primal value (and its stack) out of the adjoint sweep.
-            like = self.stale.get(var, var)
+            like = var if from_primal else self.stale.get(var, var)
             self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
         elif inplace and not entry[1]:
             entry[1], entry[2] = True, frozenset()

@@ -815,6 +815,25 @@ def early_return_helper(r, x):
 
 # -- the corpus ---------------------------------------------------------------
 
+def growing_prefix(x):
+    """A carried array rebound, unread, to a longer slice each iteration."""
+    m = x[:1]
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        m = x[:i + 2]
+        for j in range(m.shape[0]):
+            s = s + m[j] * m[j]
+    return s + np.sum(m)
+
+
+def shrinking_suffix(x):
+    """...and to a shorter one, read after the loop."""
+    m = x * 2.0
+    for i in range(1, x.shape[0] - 1):
+        m = np.sin(x[i:]) * x[i]
+    return np.sum(m * m)
+
+
 CORPUS = [
     (cumsum_sq, lambda: (np.array([0.3, -0.2, 0.5, 0.1]),), 0),
     (power_iter, lambda: (0.4,), 0),
@@ -884,6 +903,8 @@ CORPUS = [
     (three_point, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9]),), 0),
     (early_return_helper, lambda: (np.array([0.1, 0.2, 0.3]), np.array([0.5, -0.4, 0.2])),
      (0, 1)),
+    (growing_prefix, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9]),), 0),
+    (shrinking_suffix, lambda: (np.array([0.3, -0.2, 0.5, 0.1, 0.9]),), 0),
 ]
 
 ARRAY_CORPUS = [

@@ -150,7 +150,7 @@ class Loops:
             sub.node(assign(carry, codegen.name(near)))
         for h in defined:     # loop-carried adjoints start the next iteration defined
             if self.adj.get(h) is None:
-                self.adj.prepare(h, False)
+                self.adj.prepare(h, False, from_primal=not self._shape_kept(h))
         self.w = self.adj.w = outer
         pad = "    " * sub.indent
         lines, pops = [], []
@@ -183,6 +183,14 @@ class Loops:
         outer.nodes.extend(pops + sub.nodes)
         if not lines and all(x.lstrip().startswith("#") for x in sub.lines):
             outer.lines.append(pad + "pass")
+
+    def _shape_kept(self, name):
+        """Whether the loop-carried ``name`` keeps one shape around its loop
+        (a scalar, or a shape class the analysis settled on); otherwise its
+        adjoint's zeros for the iteration before are shaped by the value
+        ``name`` had entering this one (pushed like any carried value read)."""
+        cls = self.classes.get(name)
+        return self.ranks.get(name) == 0 or (cls is not None and cls[0] != "unknown")
 
     def _recompute(self, body, reads, available=(), carried=()):
         """Cheap scalar statements of ``body`` that the adjoint recomputes.
