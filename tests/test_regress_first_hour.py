@@ -20,6 +20,11 @@
   first under ``compile="tiered"``: the widened adjoint read an element of
   its lanes array as ``lanes[b, ..., q]``, a 0-d view in NumPy (the tier that
   answers first), which the next statement zeroed.  Now ``lanes[b, q]``.
+* f8: a Jacobian or Hessian of a function with a parameter left at its
+  default (``def f(x, scale=2.0)``, ``ad.hessian(f)(x)``) called the
+  generated code without the default (a TypeError naming a generated
+  function), and ``ad.source`` of it failed; ``grad`` and ``jvp`` already
+  filled defaults in.  Now every Jacobian does, before anything else.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -156,3 +161,40 @@ def test_derivatives_through_vjp_of_several_outputs(f):
     np.testing.assert_allclose(ad.grad(f)(x), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ad.jit(ad.grad(f))(x), want, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ad.jacfwd(f)(x), want, rtol=1e-6, atol=1e-8)
+
+
+def with_default(x, scale=2.0):
+    return scale * np.sum(x ** 3) + np.sin(x[0] * scale)
+
+
+def _hessian_at_default(x):
+    """The closed form: ``diag(12 x)``, and ``-4 sin(2 x0)`` more at (0, 0)."""
+    want = np.diag(12.0 * x)
+    want[0, 0] -= 4.0 * np.sin(2.0 * x[0])
+    return want
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+@pytest.mark.parametrize("transform", ["hessian", "jacfwd_grad", "jacrev_jacrev"])
+def test_second_derivatives_fill_in_defaults(transform, target):
+    make = {"hessian": ad.hessian, "jacfwd_grad": lambda f: ad.jacfwd(ad.grad(f)),
+            "jacrev_jacrev": lambda f: ad.jacrev(ad.jacrev(f))}[transform]
+    x = np.array([0.3, -0.7, 1.1])
+    want = _hessian_at_default(x)
+    h = JITS[target](make(with_default))
+    np.testing.assert_allclose(h(x), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h(x, 2.0), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments"):
+        h(x, 2.0, 3.0)
+
+
+def test_jacobians_of_defaults_in_jvp_vmap_and_source():
+    x = np.array([0.3, -0.7, 1.1])
+    hess = _hessian_at_default(x)
+    _, tangent = ad.jvp(ad.jacrev(with_default), (x,), (np.array([1.0, 0.0, 0.0]),))
+    np.testing.assert_allclose(tangent, hess[0], rtol=1e-12, atol=1e-12)
+    batched = ad.vmap(ad.hessian(with_default))(np.stack([x, 2.0 * x]))
+    np.testing.assert_allclose(batched[0], hess, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(batched[1], _hessian_at_default(2.0 * x), rtol=1e-12,
+                               atol=1e-12)
+    assert "def grad_jvp_with_default(" in ad.source(ad.hessian(with_default), x)

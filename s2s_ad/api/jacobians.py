@@ -17,7 +17,7 @@ innermost, reverse mode (if any) outermost -- because derivatives commute:
 import numpy as np
 
 from ..ir import pytree
-from .arguments import _check_arity, _check_whole, _signature, _unit_like
+from .arguments import _arg_count, _check_arity, _check_whole, _signature, _unit_like
 from .core import _as_transformed
 from .jacobian_columns import Columns
 from .jacobian_common import (
@@ -124,6 +124,7 @@ class Jacobian(Columns, Rows):
         if not isinstance(fun, Jacobian):
             _as_transformed(fun)           # fences the source now, at the user's line
         self.__wrapped__ = fun
+        self._positional = None       # (its positional parameters, the innermost function)
         self._layered = None          # the last vector-mode JVP (see _vector_columns)
         self._plans = {}              # argument leaf shapes -> its vector-mode calls
         self._fast = {}               # argument signatures -> {shapes: compiled rows call}
@@ -140,6 +141,7 @@ class Jacobian(Columns, Rows):
     def generated_source(self, *example_args):
         """The generated function the Jacobian is assembled from, with a note on how."""
         from .core import source
+        example_args = self._completed(example_args) if example_args else example_args
         inner, how = self._generator()
         t = _as_transformed(self.fun) if not isinstance(self.fun, Jacobian) else None
         if (example_args and self.mode == "rev" and t is not None and t.kind == "primal"
@@ -213,7 +215,22 @@ class Jacobian(Columns, Rows):
                                 f"are differentiable")
         return nums
 
+    def _completed(self, args):
+        """``args`` with the innermost function's parameter defaults after them
+        (as ``grad`` and ``jvp`` fill them in), or a TypeError for a wrong count."""
+        if self._positional is None:
+            inner = self.fun
+            while isinstance(inner, Jacobian):
+                inner = inner.fun
+            t = _as_transformed(inner)
+            self._positional = (None if t.units else _arg_count(t.fun), t.fun)
+        count, fun = self._positional
+        if count is None or len(args) == count:
+            return args
+        return _check_arity(fun, args)
+
     def __call__(self, *args):
+        args = self._completed(args)
         by_shape = self._fast.get(tuple(map(_signature, args)))
         if by_shape is not None:
             run = by_shape.get(tuple(map(np.shape, args)))
@@ -224,6 +241,8 @@ class Jacobian(Columns, Rows):
         return self._evaluate(args, None)
 
     def jvp(self, primals, tangents):
+        primals = self._completed(tuple(primals))
+        tangents = tuple(tangents) + tuple(_zero_tangent(p) for p in primals[len(tangents):])
         return self._evaluate(primals, tangents)
 
     def _evaluate(self, args, direction):
