@@ -114,6 +114,11 @@ def _keywords(m, g):
     close(g, 3.0 * np.cos(m.w), 1e-12)
 
 
+def _keywords_batched(m, g):
+    # a keyword argument is not batched (JAX maps it over axis 0: pass it positionally there)
+    close(g, 3.0 * np.cos(m.X), 1e-12)
+
+
 def _dict_params(m, g):
     check_dict_grad(m, g, lambda p: m.sample_loss(p, m.X[0], m.y[0]))
 
@@ -181,6 +186,7 @@ def _in_place(m, g):
 
 CHECKS = {
     "lambda": _lambda, "argnums": _argnums, "keyword arguments": _keywords,
+    "keyword arguments, batched": _keywords_batched,
     "dict params": _dict_params, "NamedTuple params": _namedtuple, "has_aux": _has_aux,
     "value_and_grad": _value_and_grad, "stop_gradient": _stop_gradient,
     "nested grad": _nested_grad, "hessian of a lambda": _hessian,

@@ -25,6 +25,11 @@
   generated code without the default (a TypeError naming a generated
   function), and ``ad.source`` of it failed; ``grad`` and ``jvp`` already
   filled defaults in.  Now every Jacobian does, before anything else.
+* f9: keyword arguments (API.md: they pass through every transform and are
+  never differentiated) were a TypeError for every Jacobian, Hessian and
+  ``vmap`` (``ad.vmap(ad.grad(f))(X, scale=3.0)``), and an
+  UnsupportedSyntaxError for a transformed function called with one inside
+  differentiated code.  A keyword argument to ``vmap`` is not batched.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -198,3 +203,47 @@ def test_jacobians_of_defaults_in_jvp_vmap_and_source():
     np.testing.assert_allclose(batched[1], _hessian_at_default(2.0 * x), rtol=1e-12,
                                atol=1e-12)
     assert "def grad_jvp_with_default(" in ad.source(ad.hessian(with_default), x)
+
+
+def _cubes(x, scale=2.0):
+    return scale * x ** 3
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_keyword_arguments_pass_through_jacobians_and_vmap(target):
+    x = np.array([0.3, -0.7, 1.1])
+    jit = JITS[target]
+    grad3, jac3, hess3 = 9.0 * x ** 2, np.diag(9.0 * x ** 2), np.diag(18.0 * x)
+    hess3[0, 0] -= 9.0 * np.sin(3.0 * x[0])
+    for transform in (ad.jacrev, ad.jacfwd):
+        np.testing.assert_allclose(jit(transform(_cubes))(x, scale=3.0), jac3, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.hessian(with_default))(x, scale=3.0), hess3, rtol=1e-12)
+    batch = np.stack([x, 2.0 * x])
+    got = jit(ad.vmap(ad.grad(with_default)))(batch, scale=3.0)
+    np.testing.assert_allclose(got[0], grad3 + [3.0 * np.cos(3.0 * x[0]), 0, 0], rtol=1e-12)
+    got = jit(ad.vmap(ad.jacrev(_cubes), in_axes=(0,)))(batch, scale=3.0)
+    np.testing.assert_allclose(got[1], np.diag(36.0 * x ** 2), rtol=1e-12)
+    with pytest.raises(TypeError, match="argnums"):
+        ad.jacrev(_cubes, argnums=1)(x, scale=3.0)        # a keyword is never differentiated
+
+
+def _grad_by_keyword(v, scale=2.0):
+    return ad.grad(with_default)(v, scale=scale)[1] + np.sum(ad.jacrev(_cubes)(v, scale=scale))
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_keyword_arguments_to_transforms_inside_differentiated_code(target):
+    x = np.array([0.3, -0.7, 1.1])
+    # d/dv of 3 scale v1^2 + 3 scale sum(v^2): 6 scale (v1 e1 + v)
+    want = 6.0 * 3.0 * (x + np.array([0.0, x[1], 0.0]))
+    np.testing.assert_allclose(JITS[target](ad.grad(_grad_by_keyword))(x, scale=3.0), want,
+                               rtol=1e-12)
+
+
+def _keyword_for_argnums(v):
+    return ad.grad(with_default, argnums=1)(v, scale=3.0)
+
+
+def test_a_keyword_argument_is_not_differentiated_inside_either():
+    with pytest.raises(ad.UnsupportedSyntaxError, match="never differentiated"):
+        ad.grad(_keyword_for_argnums)(np.array([0.3, -0.7]))

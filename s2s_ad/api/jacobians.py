@@ -17,7 +17,14 @@ innermost, reverse mode (if any) outermost -- because derivatives commute:
 import numpy as np
 
 from ..ir import pytree
-from .arguments import _arg_count, _check_arity, _check_whole, _signature, _unit_like
+from .arguments import (
+    _arg_count,
+    _check_arity,
+    _check_whole,
+    _signature,
+    _unit_like,
+    _with_keywords,
+)
 from .core import _as_transformed
 from .jacobian_columns import Columns
 from .jacobian_common import (
@@ -215,21 +222,29 @@ class Jacobian(Columns, Rows):
                                 f"are differentiable")
         return nums
 
-    def _completed(self, args):
-        """``args`` with the innermost function's parameter defaults after them
-        (as ``grad`` and ``jvp`` fill them in), or a TypeError for a wrong count."""
+    def _positional_fun(self):
+        """The innermost function, whose parameters the arguments are (and
+        their count, None where the transform adds parameters of its own)."""
         if self._positional is None:
             inner = self.fun
             while isinstance(inner, Jacobian):
                 inner = inner.fun
             t = _as_transformed(inner)
             self._positional = (None if t.units else _arg_count(t.fun), t.fun)
-        count, fun = self._positional
+        return self._positional[1]
+
+    def _completed(self, args):
+        """``args`` with the innermost function's parameter defaults after them
+        (as ``grad`` and ``jvp`` fill them in), or a TypeError for a wrong count."""
+        fun = self._positional_fun()
+        count = self._positional[0]
         if count is None or len(args) == count:
             return args
         return _check_arity(fun, args)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:        # in their parameters' places, never differentiated (as in JAX)
+            args = _with_keywords(self._positional_fun(), args, kwargs, self.argnums)
         args = self._completed(args)
         by_shape = self._fast.get(tuple(map(_signature, args)))
         if by_shape is not None:

@@ -15,6 +15,7 @@ import numpy as np
 from .. import backends
 from ..backends import fastcall
 from ..ir import pytree
+from .arguments import _with_keywords
 from .vmap_common import (
     METHODS,
     _broadcast_axes,
@@ -139,6 +140,25 @@ class Batched(Vectorized, Loop):
                 f"out_axes={self.out_axes!r}); the function called once per example:\n")
         return head + inner
 
+    def _with_keywords(self, args, kwargs):
+        """A call with keyword arguments: each in its parameter's place
+        (defaults fill the gaps), unbatched (in_axes None) and, as in every
+        transform, never differentiated; the batch of the positional
+        arguments as ``in_axes`` says.  Runs a vmap of these axes, kept per
+        call layout."""
+        full = _with_keywords(inspect.unwrap(self.fun), args, kwargs)
+        n, m = len(args), len(full)
+        axes = self.in_axes
+        if not isinstance(axes, tuple):
+            axes = (axes,) * n
+        if len(axes) == n:
+            axes = axes + (None,) * (m - n)
+        key = (n, m)
+        variants = self.__dict__.setdefault("_keyword_variants", {})
+        if key not in variants:
+            variants[key] = Batched(self.fun, axes, self.out_axes, self.method, self.parallel)
+        return variants[key](*full)
+
     def as_function(self):
         """A def function whose body calls this vmap, for transforms of it.
 
@@ -186,7 +206,9 @@ class Batched(Vectorized, Loop):
         return getattr(module, name)
 
     # -- calls ----------------------------------------------------------------
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            return self._with_keywords(args, kwargs)
         if self._plans:                    # a compiled loop seen before: see fastcall
             plan = self._plans.get(fastcall.plan_key(args))
             if plan is not None:

@@ -30,6 +30,7 @@ from ..rules.internal import (
 from . import forward
 from .nested import (
     _STORED,
+    Closure,
     Spec,
     _literal,
     _value_spec,
@@ -69,9 +70,46 @@ def call_object(lw, obj, node):
 
 
 def call_transformed_value(lw, spec, node):
+    args = [lw.expr(a) for a in node.args]
     if node.keywords:
-        raise lw.error(node, "pass the arguments of a transformed function positionally")
-    return apply(lw, spec, [lw.expr(a) for a in node.args], node)
+        args = _by_position(lw, spec, args, node)
+    return apply(lw, spec, args, node)
+
+
+def _by_position(lw, spec, args, node):
+    """The lowered arguments of a call of the transformed function ``spec``
+    with keyword arguments, each in its parameter's place (defaults fill the
+    gaps).  As in JAX, an argument passed by keyword is not differentiated:
+    every ``argnums`` of the transforms must be passed positionally."""
+    kwargs = {k.arg: lw.expr(k.value) for k in node.keywords}
+    if None in kwargs:
+        raise lw.error(node, "**kwargs in calls is not supported; pass arguments by name")
+    root = spec
+    while root.kind != "fn":
+        if root.kind != "contract" and max(root.argnums) >= len(args):
+            raise lw.error(node, f"differentiating with respect to argnums={root.argnums} "
+                           f"needs at least {max(root.argnums) + 1} positional arguments, "
+                           f"but {len(args)} were passed (the others by keyword, which is "
+                           f"never differentiated)")
+        root = root.fn
+    fn = root.fn.fn if isinstance(root.fn, Closure) else root.fn
+    if isinstance(fn, anf.LocalFn):
+        params = [a.id for a in fn.node.args.args]
+        return _bound(lw, fn.name, params, fn.defaults, fn.defaults.__getitem__, args,
+                      kwargs, node)
+    params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+    defaults = fn.__defaults__ or ()
+    first = len(params) - len(defaults)
+    return _bound(lw, fn.__name__, params, defaults,
+                  lambda i: lw.constant(params[first + i], defaults[i], node), args, kwargs,
+                  node)
+
+
+def _bound(lw, name, params, defaults, default, args, kwargs, node):
+    if len(args) > len(params):
+        raise lw.error(node, f"{name}() takes {len(params)} arguments, got {len(args)}")
+    bound = lw._bind(name, params, len(defaults), default, args, kwargs, node)
+    return [bound[p] for p in params]
 
 
 def call_vjp(lw, node):
