@@ -18,8 +18,9 @@ removes them with those (:func:`cache_files`).
 
 The kernel is the same function compiled from the same text, with the
 fast-math and error-model flags its caller's compile would have given the
-implementation (part of the file's name, since Numba's cache does not tell
-flags apart), so results are unchanged.  Files are written once (to a
+implementation, so results are unchanged; those flags and LLVM's
+optimisation level (``NUMBA_OPT``: the test suite compiles at 0) are part of
+the file's name, since Numba's cache does not tell them apart.  Files are written once (to a
 temporary file, then linked into place; processes writing the same one at
 once keep the first) and never rewritten: Numba's index of a kernel stays
 valid as long as the file's time stamp.
@@ -105,7 +106,7 @@ def cached_impl(src, scope):
     if imports is None:
         return None
     key = (src, imports, tuple(sorted(options["fastmath"] or ())),
-           options["error_model"])
+           options["error_model"], int(numba.config.OPT))
     impl = _KERNELS.get(key)
     if impl is None:
         where = folder()

@@ -31,10 +31,23 @@ os.environ.setdefault("S2S_AD_COMPILE", "eager")
 # as users do -- at -O0 Numba keeps unused dynamic globals in some functions
 # and will not cache them.  `.ci/run` runs the slow tier at the default level.
 # S2S_AD_TEST_OPT=3 runs the whole suite at Numba's default.
+# Numba re-reads its configuration from the environment before a compile
+# whenever a NUMBA_ variable changed since it last did (so the deletion below
+# alone would put the level back to 3 at the first compile): the level is set
+# on numba.config again after each such reload.
 if "NUMBA_OPT" not in os.environ:
     os.environ["NUMBA_OPT"] = os.environ.get("S2S_AD_TEST_OPT", "0")
-    import numba  # noqa: E402,F401  (reads NUMBA_OPT once, at import)
+    import numba  # noqa: E402,F401  (reads NUMBA_OPT at import)
+    from numba.core import config as _numba_config  # noqa: E402
     del os.environ["NUMBA_OPT"]
+    _TEST_OPT = _numba_config.OPT
+    _reload_config = _numba_config.reload_config
+
+    def _reload_at_test_level():
+        _reload_config()
+        _numba_config.OPT = _TEST_OPT
+
+    _numba_config.reload_config = _reload_at_test_level
 
 
 def load_program(path):
