@@ -30,6 +30,18 @@
   ``vmap`` (``ad.vmap(ad.grad(f))(X, scale=3.0)``), and an
   UnsupportedSyntaxError for a transformed function called with one inside
   differentiated code.  A keyword argument to ``vmap`` is not batched.
+* f10: ``ad.vmap`` of a transform of a function with a parameter left at its
+  default (``ad.vmap(ad.grad(f))(X)`` of ``def f(x, scale=2.0)``) called the
+  generated code without it (a TypeError naming a generated function).
+* f11: ``if opt is None:`` on an argument passed as None (or left at its
+  default None), in the function transformed or in a helper it calls, took
+  the other branch: the lowering folded ``v is None`` to False for every
+  argument.  Silently wrong when that branch does not read the argument (the
+  derivative of ``np.sum(x ** 3)`` for that of ``np.sum(x ** 2)``; the
+  compiled primal too), a TypeError on ``x * None`` when it does.  A None
+  argument is now the constant None in the body (the build is specialised
+  on which arguments are None), and a helper called with None is lowered in
+  place.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -247,3 +259,75 @@ def _keyword_for_argnums(v):
 def test_a_keyword_argument_is_not_differentiated_inside_either():
     with pytest.raises(ad.UnsupportedSyntaxError, match="never differentiated"):
         ad.grad(_keyword_for_argnums)(np.array([0.3, -0.7]))
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_vmap_of_transforms_fills_in_defaults(target):
+    batch = np.stack([X, 2.0 * X])
+    want = _default_grad(batch)
+    jit = JITS[target]
+    np.testing.assert_allclose(jit(ad.vmap(ad.grad(with_default)))(batch), want, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.vmap(ad.jacrev(with_default)))(batch), want, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.vmap(ad.grad(with_default), in_axes=(0,)))(batch), want,
+                               rtol=1e-12)
+
+
+def _default_grad(batch):
+    """The gradient of ``with_default`` at scale 2, per row of ``batch``."""
+    want = 6.0 * batch ** 2
+    want[:, 0] += 2.0 * np.cos(2.0 * batch[:, 0])
+    return want
+
+
+def optional_scale(x, opt=None):
+    if opt is None:
+        return np.sum(np.sin(x) * 2.0)
+    return np.sum(x * opt)
+
+
+def optional_in_dict(x, cfg):
+    s = np.sum(x ** 2)
+    if cfg["scale"] is not None:
+        s = s * cfg["scale"]
+    return s
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_a_none_argument_takes_its_branch(target):
+    jit = JITS[target]
+    want = 2.0 * np.cos(X)
+    np.testing.assert_allclose(jit(ad.grad(optional_scale))(X), want, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(optional_scale))(X, None), want, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(optional_scale))(X, 3.0 * X), 3.0 * X, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.jacrev(optional_scale))(X, None), want, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.hessian(optional_scale))(X), np.diag(-2.0 * np.sin(X)),
+                               rtol=1e-12)
+    batch = np.stack([X, -X])
+    got = jit(ad.vmap(ad.grad(optional_scale), in_axes=(0, None)))(batch, None)
+    np.testing.assert_allclose(got, 2.0 * np.cos(batch), rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(optional_in_dict))(X, {"scale": None}), 2.0 * X,
+                               rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(optional_in_dict))(X, {"scale": 3.0}), 6.0 * X,
+                               rtol=1e-12)
+
+
+def other_branch_unread(x, w=None):
+    if w is None:
+        return np.sum(x ** 2)
+    return np.sum(x ** 3)
+
+
+def calls_with_none(x):
+    return other_branch_unread(x) + other_branch_unread(x, None) + other_branch_unread(x, x)
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_a_none_argument_is_never_taken_for_an_array(target):
+    jit = JITS[target]
+    np.testing.assert_allclose(jit(other_branch_unread)(X), np.sum(X ** 2), rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(other_branch_unread))(X), 2.0 * X, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(other_branch_unread))(X, X), 3.0 * X ** 2,
+                               rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(other_branch_unread))(X, None), 2.0 * X, rtol=1e-12)
+    np.testing.assert_allclose(jit(ad.grad(calls_with_none))(X), 4.0 * X + 3.0 * X ** 2,
+                               rtol=1e-12)

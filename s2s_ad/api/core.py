@@ -257,11 +257,16 @@ def source(fun, *example_args):
         leaves = [leaf for ls, _ in flat for leaf in ls]
         ranks = tuple(pytree.rank(leaf) for leaf in leaves)
         lengths = _small_lengths(leaves) if fun.target != "python" else ()
-        return _with_execution(fun.state(trees, ranks, lengths))
+        return _with_execution(fun.state(trees, ranks, lengths, _nones(leaves)))
     if fun._last is not None:
         return _with_execution(fun._last)
     n = _arg_count(fun.fun) or 0
     return _with_execution(fun.state((None,) * n))
+
+
+def _nones(leaves):
+    """The positions of the argument leaves that are None."""
+    return tuple(i for i, leaf in enumerate(leaves) if leaf is None)
 
 
 def _with_execution(st):
@@ -394,18 +399,19 @@ class Transformed:
                      if argnums == "vmap" else (argnums, output)
                      for argnums, output in self.layers)
 
-    def state(self, trees, ranks=(), lengths=()):
-        """The built pipeline for one argument structure (leaf ranks, small lengths)."""
-        st = self._built.get((trees, ranks, lengths))
+    def state(self, trees, ranks=(), lengths=(), nones=()):
+        """The built pipeline for one argument structure (leaf ranks, small
+        lengths, the leaves that are None)."""
+        st = self._built.get((trees, ranks, lengths, nones))
         if st is None:
             with _BUILDING:
-                st = self._built.get((trees, ranks, lengths))
+                st = self._built.get((trees, ranks, lengths, nones))
                 if st is None:
                     n = _arg_count(self.fun) + self._hidden_count
                     req = pipeline.Request(self.fun, self.kind, trees[:n],
                                            self.argnums, self.has_aux, self.target,
                                            self.options, ranks, self._layers(trees), lengths,
-                                           self.width)
+                                           nones, self.width)
                     st = buildcache.build(req)
                     st.function = getattr(st.compiled, st.entry)
                     if self.target == "cpu" and self.options.get("compile") == "tiered":
@@ -413,7 +419,7 @@ class Transformed:
                             self.kind not in _COTANGENT_KINDS
                         st.tier = tiers.Tier(_choose_execution if measure else None,
                                              tiers.scalar_loop(st))
-                    self._built[trees, ranks, lengths] = st
+                    self._built[trees, ranks, lengths, nones] = st
         self._last = st
         return st
 
@@ -432,9 +438,10 @@ class Transformed:
             leaves = args
         ranks = tuple(map(pytree.rank, leaves))
         lengths = _small_lengths(leaves) if self.target != "python" else ()
-        st = self._built.get((trees, ranks, lengths))
+        nones = _nones(leaves) if None in ranks else ()
+        st = self._built.get((trees, ranks, lengths, nones))
         if st is None:
-            st = self.state(trees, ranks, lengths)
+            st = self.state(trees, ranks, lengths, nones)
         # The Numba entry's own arity: st.function may already be the NumPy
         # entry that another thread's first call put there.
         if st.tier is not None and not st.tier.started and len(leaves) == \

@@ -15,7 +15,7 @@ import numpy as np
 from .. import backends
 from ..backends import fastcall
 from ..ir import pytree
-from .arguments import _with_keywords
+from .arguments import _arg_count, _check_arity, _with_keywords
 from .vmap_common import (
     METHODS,
     _broadcast_axes,
@@ -80,6 +80,7 @@ class Batched(Vectorized, Loop):
         self._numpy = None        # the NumPy twin answering meanwhile (see vmap_tiered)
         self.tier_note = ""
         self.source = None
+        self._arity = None        # see _positional
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
         self.__qualname__ = self.__name__
@@ -140,13 +141,20 @@ class Batched(Vectorized, Loop):
                 f"out_axes={self.out_axes!r}); the function called once per example:\n")
         return head + inner
 
-    def _with_keywords(self, args, kwargs):
-        """A call with keyword arguments: each in its parameter's place
-        (defaults fill the gaps), unbatched (in_axes None) and, as in every
-        transform, never differentiated; the batch of the positional
-        arguments as ``in_axes`` says.  Runs a vmap of these axes, kept per
-        call layout."""
-        full = _with_keywords(inspect.unwrap(self.fun), args, kwargs)
+    def _positional(self):
+        """The number of positional parameters of the function batched."""
+        if self._arity is None:
+            self._arity = _arg_count(inspect.unwrap(self.fun)) or 0
+        return self._arity
+
+    def _completed_call(self, args, kwargs):
+        """A call with keyword arguments, or with parameters left at their
+        defaults: each in its parameter's place (defaults fill the gaps),
+        unbatched (in_axes None) and, as in every transform, never
+        differentiated; the batch of the positional arguments as ``in_axes``
+        says.  Runs a vmap of these axes, kept per call layout."""
+        fun = inspect.unwrap(self.fun)
+        full = _with_keywords(fun, args, kwargs) if kwargs else _check_arity(fun, args)
         n, m = len(args), len(full)
         axes = self.in_axes
         if not isinstance(axes, tuple):
@@ -207,8 +215,8 @@ class Batched(Vectorized, Loop):
 
     # -- calls ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            return self._with_keywords(args, kwargs)
+        if kwargs or len(args) < self._positional():
+            return self._completed_call(args, kwargs)
         if self._plans:                    # a compiled loop seen before: see fastcall
             plan = self._plans.get(fastcall.plan_key(args))
             if plan is not None:

@@ -12,6 +12,7 @@ import gast
 from ...analyses.ranks import call_ranks, rank_of
 from ...ir import (
     Call,
+    Const,
     Prim,
     Var,
     tree_of,
@@ -106,6 +107,10 @@ class Inlining:
             # apply(f, x) with f a nested def or lambda: lowered in place, so
             # that calls of f inside it see f's variables.
             return self.inline(fn, [self.passed(v) for v in values], node)
+        if any(isinstance(v, Const) and v.value is None for v in values):
+            # helper(x, None), or a default None: in place, so that the body
+            # reads the constant (``if w is None:`` takes its branch).
+            return self.inline(fn, values, node)
         if custom is None and self.loops and _has_loops(src):
             return self.inline(fn, values, node)
         trees = [tree_of(v) for v in values]
