@@ -905,7 +905,7 @@ def test_in_axes_cover_every_combination():
 # The corpus programs the vectorized lowering batches (their float arguments
 # batched, integer arguments shared): control flow that reads no batched value.
 VECTORIZES = {
-    "cumsum_sq", "power_iter", "horner_desc", "strided", "int_bound", "empty_loop",
+    "growing_prefix", "shrinking_suffix", "cumsum_sq", "power_iter", "horner_desc", "strided", "int_bound", "empty_loop",
     "tuple_carry", "aug_assign", "momentum", "triangle", "matrix_fill", "row_loop",
     "zip_loop", "enumerate_loop", "newton_partial", "while_true_break", "while_fill",
     "looping_helper", "tuple_helper", "pytree_loop", "helper_twice", "recurrence",

@@ -108,12 +108,16 @@ class StaticShapes:
                 for _ in range(2):      # twice: values carried from the previous iteration
                     self._body(name, stmt.body, shapes, depth + 1)
                 self._body(name, stmt.orelse, shapes, depth + 1)
-            elif isinstance(stmt, ast.Expr):
+            elif isinstance(stmt, ast.Expr) and _appended(stmt.value):
                 stack = _appended(stmt.value)
-                shape = stack and self._shape(name, stmt.value.args[0], shapes)
-                if shape:
+                shape = self._shape(name, stmt.value.args[0], shapes)
+                if shape and self.stack_shapes[name].get(stack, shape) == shape and \
+                        stack not in self.opaque[name]:
                     self.stack_shapes[name][stack] = shape
-                elif stack and self.is_opaque(name, stmt.value.args[0]):
+                elif shape or self.is_opaque(name, stmt.value.args[0]):
+                    # arrays of different shapes, or of one not known, on one
+                    # stack (a loop-carried array whose length changes)
+                    self.stack_shapes[name].pop(stack, None)
                     self.opaque[name].add(stack)
             elif isinstance(stmt, ast.If):
                 self._body(name, stmt.body, shapes, depth)
