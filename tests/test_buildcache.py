@@ -259,3 +259,26 @@ def test_the_settings_the_passes_read(tmp_path, monkeypatch):
     assert buildcache._key(req) != key           # another module: another entry
     monkeypatch.setenv("S2S_AD_DUMP_AFTER", "reverse")
     assert not buildcache._eligible(req)          # the passes run, and print
+
+
+def test_a_new_generated_kernel_leaves_kept_builds_valid():
+    """The runtime's generated kernels are written under ``__pycache__`` as
+    programs compile; the key of a kept build counts s2s_ad's source files,
+    not them (a new kernel made every kept build of the machine stale)."""
+    from s2s_ad.runtime import _nb_cached
+
+    from s2s_ad.api import buildcache
+    folder = _nb_cached.folder()
+    if folder is None:
+        pytest.skip("Numba keeps no cache of the runtime's kernels here")
+    folder.mkdir(parents=True, exist_ok=True)
+    buildcache._PACKAGE.clear()
+    before = buildcache._package_hash()
+    extra = folder / f"rt_test_only_{os.getpid()}.py"
+    extra.write_text("def impl():\n    return 0\n")
+    try:
+        buildcache._PACKAGE.clear()
+        assert buildcache._package_hash() == before
+    finally:
+        extra.unlink()
+        buildcache._PACKAGE.clear()

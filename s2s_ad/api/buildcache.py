@@ -130,7 +130,10 @@ def _package_hash():
     """s2s_ad's source files (runtime included) and the versions it runs on (once
     per process).  Each file counts by its path, size and modification time, as
     Python's own bytecode cache checks a module's source (reading the files
-    took 8 ms, a tenth of a warm first call)."""
+    took 8 ms, a tenth of a warm first call).  Not the files under
+    ``__pycache__``: the runtime's generated kernels are written there as
+    programs compile (runtime/_nb_cached.py), and a new one must not make
+    every kept build stale."""
     if "digest" not in _PACKAGE:
         from .. import runtime
         h = hashlib.sha256()
@@ -138,6 +141,8 @@ def _package_hash():
         for root in roots:
             h.update(str(root).encode())
             for path in sorted(root.rglob("*.py")):
+                if "__pycache__" in path.relative_to(root).parts:
+                    continue
                 info = path.stat()
                 h.update(f"{path.relative_to(root)} {info.st_size} {info.st_mtime_ns}\n"
                          .encode())
