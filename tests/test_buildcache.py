@@ -282,3 +282,54 @@ def test_a_new_generated_kernel_leaves_kept_builds_valid():
     finally:
         extra.unlink()
         buildcache._PACKAGE.clear()
+
+
+LIBRARY_PROBE = """
+import json, sys, threading
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import s2s_ad as ad
+from s2s_ad.backends import tiers
+import libmod
+
+if sys.argv[2] == "slow-load":
+    tiers.LOAD_SECONDS_PER_BYTE = 1.0         # every entry counts as slow to load
+x = np.linspace(-1.0, 1.0, 6)
+g = ad.jit(ad.grad(libmod.spread))
+first = g(x)
+note = ad.source(g).splitlines()[0]
+g._last.tier.wait()
+second = g(x)
+print(json.dumps({"first": first.tolist(), "second": second.tolist(), "note": note,
+                  "restored": type(g._last).__name__ == "Restored",
+                  "compiled": g._last.function is getattr(g._last.compiled, g._last.entry)}))
+"""
+
+
+def _library_run(folder, cache, how):
+    env = dict(os.environ, S2S_AD_CACHE_DIR=str(cache), S2S_AD_COMPILE="tiered")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(LIBRARY_PROBE), str(folder),
+                           how], env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_library_functions_are_kept_and_a_slow_load_answers_from_numpy(user):
+    """A build lowering a NumPy function's implementation in place (np.var:
+    s2s_ad's own source) is kept too; a warm first call whose compiled code
+    would take long to load answers from the NumPy module while a thread
+    loads it, and the next call after it runs compiled code."""
+    folder, cache = user
+    (folder / "libmod.py").write_text(
+        "import numpy as np\n\n\ndef spread(x):\n    return np.var(np.sin(x)) * 3.0\n")
+    x = np.linspace(-1.0, 1.0, 6)
+    s = np.sin(x)
+    want = 3.0 * 2.0 * (s - s.mean()) * np.cos(x) / x.size
+    _library_run(folder, cache, "fill")
+    warm = _library_run(folder, cache, "slow-load")
+    assert warm["restored"] is True
+    assert "loads from the disk cache in the background" in warm["note"]
+    assert warm["compiled"] is True
+    np.testing.assert_allclose(warm["first"], want, rtol=1e-12)
+    np.testing.assert_allclose(warm["second"], want, rtol=1e-12)

@@ -289,9 +289,14 @@ def _entry(req, st, rec):
         reads_out.append((owner, name, fingerprint(obj)))
         _origins(obj, index, origins)
     for fn in rec.functions[1:]:
-        if id(fn) not in origins:
+        if id(fn) in origins:
+            links.append(origins[id(fn)])
+        elif _own(fn):
+            # A library function's implementation (rules/library), lowered in
+            # place of a NumPy call: s2s_ad's source, which the key covers.
+            links.append(("package", fn.__module__, fn.__qualname__))
+        else:
             raise _Unkept(f"{fn!r} parsed but not read")
-        links.append(origins[id(fn)])
     # Owners are resolved in the order they were parsed: each from an earlier read.
     read_objects = {id(obj): i for i, (_, _, obj) in enumerate(rec.reads)}
     consts = _dumps(st.program.consts, read_objects)
@@ -301,6 +306,13 @@ def _entry(req, st, rec):
             "entry_writes": st.program.entry_writes, "loop_line": tiers.scalar_loop(st),
             "element_params": pipeline.element_params(st),
             "rows_width": getattr(st.module, "rows_width", 1)}
+
+
+def _own(fn):
+    """Whether ``fn`` is a function of s2s_ad's own modules."""
+    module = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, types.FunctionType) and module.startswith("s2s_ad.") and \
+        "<locals>" not in fn.__qualname__
 
 
 class _Pickler(pickle.Pickler):
@@ -378,8 +390,12 @@ def _resolve(fun, records, links):
     objects = []
     for owner, name, recorded in records:
         while len(owners) <= owner:            # the next parsed function: from its read
-            index, attrs = links[len(owners)]
-            obj = objects[index]
+            link = links[len(owners)]
+            if link[0] == "package":           # s2s_ad's own (see _entry)
+                obj = importlib.import_module(link[1])
+                attrs = link[2].split(".")
+            else:
+                obj, attrs = objects[link[0]], link[1]
             for attr in attrs:
                 obj = getattr(obj, attr)
             owners.append(obj)

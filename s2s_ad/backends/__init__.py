@@ -208,16 +208,20 @@ def load(source, consts, functions, stem, target="python", options=None, superwo
 
 
 def in_disk_cache(dispatcher, sig):
-    """Whether Numba's disk cache holds ``dispatcher`` compiled for ``sig``
-    (argument types), read from its index without loading the code."""
+    """The size in bytes of the entry Numba's disk cache holds for
+    ``dispatcher`` compiled for ``sig`` (argument types), read from its index
+    without loading the code (at least 1); 0 when there is none."""
     cache = getattr(dispatcher, "_cache", None)
     try:
         if not getattr(cache, "_enabled", False):
-            return False
+            return 0
         key = cache._index_key(sig, dispatcher.targetctx.codegen())
-        return key in cache._cache_file._load_index()
+        data = cache._cache_file._load_index().get(key)
+        if data is None:
+            return 0
+        return max(1, os.path.getsize(cache._cache_file._data_path(data)))
     except Exception:        # noqa: BLE001  (Numba's internals moved: compile as usual)
-        return False
+        return 0
 
 
 _FAILED = threading.local()     # the error a nested compile already explained

@@ -142,7 +142,18 @@ class Tier:
         if sig in dispatcher.overloads:
             self.note = "compiled code (already compiled in this process)"
             return
-        if backends.in_disk_cache(dispatcher, sig):
+        size = backends.in_disk_cache(dispatcher, sig)
+        eager = getattr(_LOCAL, "eager", False) or getattr(_LOCAL, "disk_only", False)
+        if size and not eager and size * LOAD_SECONDS_PER_BYTE > LOAD_WAIT and \
+                self._numpy_faster(st, leaves, size * LOAD_SECONDS_PER_BYTE):
+            # A large entry (a gradient with much code inlined) takes a tenth of
+            # a second or more to load: NumPy answers while it loads.
+            self._background(st, dispatcher, sig, (
+                f"plain NumPy (the same module) while the compiled code "
+                f"({size / 1e6:.1f} MB) loads from the disk cache in the background, "
+                f"then compiled code"))
+            return
+        if size:
             # Loading a cache entry takes milliseconds: run compiled code now.
             self.note = "compiled code, loaded from the disk cache by the first call"
             if self.choose and not getattr(_LOCAL, "eager", False):
@@ -166,15 +177,28 @@ class Tier:
                                 f"{text(NUMPY_LIMIT)} a tiered first call may take"
                                 if seconds is not None else "") + ")")
                 return
+        self._background(st, dispatcher, sig, (
+            "plain NumPy (the same module) while numba.njit compiles in the background, "
+            "then compiled code" + (f" (estimated for its loops: {why}, about {text(seconds)})"
+                                    if why else "")))
+
+    def _background(self, st, dispatcher, sig, note):
+        """Answer from the NumPy module while a thread compiles (or loads)
+        ``dispatcher`` for ``sig``."""
         st.function = getattr(self._numpy(st), st.entry)
-        self.note = ("plain NumPy (the same module) while numba.njit compiles in "
-                     "the background, then compiled code"
-                     + (f" (estimated for its loops: {why}, about {text(seconds)})"
-                        if why else ""))
+        self.note = note
         self.thread = threading.Thread(target=self._compile, args=(st, dispatcher, sig),
                                        name=f"s2s_ad compile {st.entry}")
         _RUNNING.add(self.thread)
         self.thread.start()
+
+    def _numpy_faster(self, st, leaves, seconds):
+        """Whether the NumPy module's loops (if any) would take, by estimate,
+        less than half of ``seconds``."""
+        if self.loop is None:
+            return True
+        spent, _ = estimate(st, leaves)
+        return spent is not None and spent < seconds / 2
 
     @staticmethod
     def _numpy(st):
@@ -346,6 +370,13 @@ def _makes_array(s, known):
 #: the limit the first call waits.  (Code in the disk cache is loaded by the
 #: first call whatever the estimate.)
 NUMPY_LIMIT = 0.5
+#: Loading compiled code from Numba's disk cache: seconds per byte of the
+#: entry (LLVM parses the module's bitcode for linking; measured 0.07 s per
+#: MB: the attention gradient's 3.0 MB entry loads in 0.2 s).  A first call
+#: whose entry would take longer than :data:`LOAD_WAIT` answers from NumPy
+#: while a thread loads it.
+LOAD_SECONDS_PER_BYTE = 0.07e-6
+LOAD_WAIT = 0.06
 #: Seconds per statement of the user's function run in the NumPy module
 #: (its statement and adjoint, generated): measured 0.07-0.8 us on scalar
 #: loops (rosen_loop, ode_rk4), taken at the high end.
