@@ -132,12 +132,19 @@ def _estimate(batched, moved, axes, size, treedefs):
     per-example function takes; ``(0.0, None)`` without a scalar loop;
     ``(None, what)`` when a scalar loop's trip count is not computable.
     """
-    fun = _twin(batched).fun
-    if not hasattr(fun, "entry"):                # vmap of vmap: the inner one decides
-        return 0.0, None
     example = [x[0] if a is not None else x for x, a in zip(moved, axes)]
-    _, leaves, _ = fun.entry(tuple(pytree.unflatten_all(example, treedefs)))
-    st = fun._last
+    # The build of the compiled per-example function that the first call
+    # tried to load from the disk cache (see from_disk): the same user code,
+    # so no second transformation (of the NumPy twin) just to estimate.
+    st = getattr(batched._per_example, "_last", None)
+    if st is not None and not getattr(batched._per_example, "_cells", ()):
+        leaves = [leaf for x in example for leaf in pytree.flatten(x)[0]]
+    else:
+        fun = _twin(batched).fun
+        if not hasattr(fun, "entry"):            # vmap of vmap: the inner one decides
+            return 0.0, None
+        _, leaves, _ = fun.entry(tuple(pytree.unflatten_all(example, treedefs)))
+        st = fun._last
     if tiers.scalar_loop(st) is None:
         return 0.0, None
     seconds, why = tiers.estimate(st, list(leaves))
