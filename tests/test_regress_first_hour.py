@@ -331,3 +331,8 @@ def test_a_none_argument_is_never_taken_for_an_array(target):
     np.testing.assert_allclose(jit(ad.grad(other_branch_unread))(X, None), 2.0 * X, rtol=1e-12)
     np.testing.assert_allclose(jit(ad.grad(calls_with_none))(X), 4.0 * X + 3.0 * X ** 2,
                                rtol=1e-12)
+
+
+def test_source_without_examples_shows_the_default_none_branch():
+    text = ad.source(ad.grad(other_branch_unread))       # as `s2s-ad show` prints it
+    assert "x ** 2" in text and "x ** 3" not in text

@@ -239,7 +239,9 @@ def source(fun, *example_args):
     """The generated Python source behind a transformed function.
 
     With example arguments the source is generated for their structure;
-    otherwise for the last call's, or for every argument being one array.
+    otherwise for the last call's, or for every argument being one array
+    (None for a parameter whose default is None and that is not
+    differentiated: the code a call leaving it out runs).
     """
     fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
     if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
@@ -261,7 +263,10 @@ def source(fun, *example_args):
     if fun._last is not None:
         return _with_execution(fun._last)
     n = _arg_count(fun.fun) or 0
-    return _with_execution(fun.state((None,) * n))
+    defaults = getattr(fun.fun, "__defaults__", None) or ()
+    nones = tuple(i for i, d in enumerate(defaults, n - len(defaults))
+                  if d is None and i not in fun.argnums)
+    return _with_execution(fun.state((None,) * n, (), (), nones))
 
 
 def _nones(leaves):
