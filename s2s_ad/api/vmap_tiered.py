@@ -137,9 +137,10 @@ def _estimate(batched, moved, axes, size, treedefs):
     # tried to load from the disk cache (see from_disk): the same user code,
     # so no second transformation (of the NumPy twin) just to estimate.
     st = getattr(batched._per_example, "_last", None)
-    if st is not None and not getattr(batched._per_example, "_cells", ()):
-        leaves = [leaf for x in example for leaf in pytree.flatten(x)[0]]
-    else:
+    leaves = [leaf for x in example for leaf in pytree.flatten(x)[0]]
+    if st is None or getattr(batched._per_example, "_cells", ()) or \
+            tuple(map(pytree.rank, leaves)) != tuple(st.request.ranks[:len(leaves)]):
+        # (not tried for this layout: another one's build, or none)
         fun = _twin(batched).fun
         if not hasattr(fun, "entry"):            # vmap of vmap: the inner one decides
             return 0.0, None
