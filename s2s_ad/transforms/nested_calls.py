@@ -93,23 +93,7 @@ def _by_position(lw, spec, args, node):
                            f"never differentiated)")
         root = root.fn
     fn = root.fn.fn if isinstance(root.fn, Closure) else root.fn
-    if isinstance(fn, anf.LocalFn):
-        params = [a.id for a in fn.node.args.args]
-        return _bound(lw, fn.name, params, fn.defaults, fn.defaults.__getitem__, args,
-                      kwargs, node)
-    params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
-    defaults = fn.__defaults__ or ()
-    first = len(params) - len(defaults)
-    return _bound(lw, fn.__name__, params, defaults,
-                  lambda i: lw.constant(params[first + i], defaults[i], node), args, kwargs,
-                  node)
-
-
-def _bound(lw, name, params, defaults, default, args, kwargs, node):
-    if len(args) > len(params):
-        raise lw.error(node, f"{name}() takes {len(params)} arguments, got {len(args)}")
-    bound = lw._bind(name, params, len(defaults), default, args, kwargs, node)
-    return [bound[p] for p in params]
+    return lw.bound_values(fn, args, kwargs, node)
 
 
 def call_vjp(lw, node):

@@ -46,10 +46,7 @@ class Inlining:
         if None in kwargs:
             raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
         params = [a.id for a in fn.node.args.args]
-        if len(args) > len(params):
-            raise self.error(node, f"{fn.name}() takes {len(params)} arguments, got {len(args)}")
-        bound = self._bind(fn.name, params, len(fn.defaults), fn.defaults.__getitem__,
-                           args, kwargs, node)
+        values = self.bound_values(fn, args, kwargs, node)
         if fn.node in self.program._active:
             raise self.error(node, f"recursive call to '{fn.name}' is not supported; "
                              "write the recursion as a loop")
@@ -58,7 +55,7 @@ class Inlining:
         child.__dict__.update(self.__dict__)     # this function's body, names, tables
         child.src, child.node = fn.src, fn.node
         child.env = {k: v for k, v in env.items() if k not in fn.src.own}
-        child.env.update((p, self.passed(bound[p])) for p in params)
+        child.env.update((p, self.passed(v)) for p, v in zip(params, values))
         start = len(self.body)
         try:
             if isinstance(fn.node, gast.Lambda):
@@ -67,6 +64,28 @@ class Inlining:
             return self._lower_body(child, fn.node.body, fn.node).value
         finally:
             self._count_writes(start)    # it wrote into an array (a call for its effect)
+
+    def bound_values(self, fn, args, kwargs, node):
+        """The values of a call of ``fn`` (a module-level function or method, or
+        a :class:`LocalFn`) in its parameters' order: positional ``args``,
+        then ``kwargs``, then defaults (a function's, as constants)."""
+        if isinstance(fn, LocalFn):
+            name, params, defaults = fn.name, [a.id for a in fn.node.args.args], fn.defaults
+            default = defaults.__getitem__
+        else:
+            name = fn.__name__
+            params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+            if inspect.ismethod(fn):
+                params = params[1:]          # self.helper(x): self is a constant
+            defaults = fn.__defaults__ or ()
+            first = len(params) - len(defaults)
+
+            def default(i):
+                return self.constant(params[first + i], defaults[i], node)
+        if len(args) > len(params):
+            raise self.error(node, f"{name}() takes {len(params)} arguments, got {len(args)}")
+        bound = self._bind(name, params, len(defaults), default, args, kwargs, node)
+        return [bound[p] for p in params]
 
     def _bind(self, name, params, n_defaults, default, args, kwargs, node):
         """The call's values by parameter name: positional ``args``, then
@@ -93,15 +112,7 @@ class Inlining:
         return value
 
     def call_user(self, fn, args, kwargs, node, custom=None):
-        src_params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
-        if inspect.ismethod(fn):
-            src_params = src_params[1:]          # self.helper(x): self is a constant
-        defaults = fn.__defaults__ or ()
-        first = len(src_params) - len(defaults)
-        bound = self._bind(fn.__name__, src_params, len(defaults),
-                           lambda i: self.constant(src_params[first + i], defaults[i], node),
-                           args, kwargs, node)
-        values = [bound[p] for p in src_params]
+        values = self.bound_values(fn, args, kwargs, node)
         src = self.program.source(fn)
         if any(isinstance(v, LocalFn) for v in values):
             # apply(f, x) with f a nested def or lambda: lowered in place, so
