@@ -131,7 +131,7 @@ class Jacobian(Columns, Rows):
         if not isinstance(fun, Jacobian):
             _as_transformed(fun)           # fences the source now, at the user's line
         self.__wrapped__ = fun
-        self._positional = None       # (its positional parameters, the innermost function)
+        self._positional = None       # see _innermost
         self._layered = None          # the last vector-mode JVP (see _vector_columns)
         self._plans = {}              # argument leaf shapes -> its vector-mode calls
         self._fast = {}               # argument signatures -> {shapes: compiled rows call}
@@ -222,29 +222,28 @@ class Jacobian(Columns, Rows):
                                 f"are differentiable")
         return nums
 
-    def _positional_fun(self):
-        """The innermost function, whose parameters the arguments are (and
-        their count, None where the transform adds parameters of its own)."""
+    def _innermost(self):
+        """(the number of positional parameters of the innermost function,
+        None where the transform adds parameters of its own; that function)."""
         if self._positional is None:
             inner = self.fun
             while isinstance(inner, Jacobian):
                 inner = inner.fun
             t = _as_transformed(inner)
             self._positional = (None if t.units else _arg_count(t.fun), t.fun)
-        return self._positional[1]
+        return self._positional
 
     def _completed(self, args):
         """``args`` with the innermost function's parameter defaults after them
         (as ``grad`` and ``jvp`` fill them in), or a TypeError for a wrong count."""
-        fun = self._positional_fun()
-        count = self._positional[0]
+        count, fun = self._innermost()
         if count is None or len(args) == count:
             return args
         return _check_arity(fun, args)
 
     def __call__(self, *args, **kwargs):
         if kwargs:        # in their parameters' places, never differentiated (as in JAX)
-            args = _with_keywords(self._positional_fun(), args, kwargs, self.argnums)
+            args = _with_keywords(self._innermost()[1], args, kwargs, self.argnums)
         args = self._completed(args)
         by_shape = self._fast.get(tuple(map(_signature, args)))
         if by_shape is not None:

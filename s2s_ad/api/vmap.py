@@ -81,6 +81,7 @@ class Batched(Vectorized, Loop):
         self.tier_note = ""
         self.source = None
         self._arity = None        # see _positional
+        self._keyword_variants = {}   # (positional, full) argument counts -> its vmap
         self.__wrapped__ = fun
         self.__name__ = f"vmap_{getattr(fun, '__name__', 'f')}"
         self.__qualname__ = self.__name__
@@ -161,11 +162,11 @@ class Batched(Vectorized, Loop):
             axes = (axes,) * n
         if len(axes) == n:
             axes = axes + (None,) * (m - n)
-        key = (n, m)
-        variants = self.__dict__.setdefault("_keyword_variants", {})
-        if key not in variants:
-            variants[key] = Batched(self.fun, axes, self.out_axes, self.method, self.parallel)
-        return variants[key](*full)
+        variant = self._keyword_variants.get((n, m))
+        if variant is None:
+            variant = self._keyword_variants[n, m] = Batched(self.fun, axes, self.out_axes,
+                                                             self.method, self.parallel)
+        return variant(*full)
 
     def as_function(self):
         """A def function whose body calls this vmap, for transforms of it.

@@ -143,8 +143,8 @@ class Tier:
             self.note = "compiled code (already compiled in this process)"
             return
         size = backends.in_disk_cache(dispatcher, sig)
-        eager = getattr(_LOCAL, "eager", False) or getattr(_LOCAL, "disk_only", False)
-        if size and not eager and size * LOAD_SECONDS_PER_BYTE > LOAD_WAIT and \
+        waits = getattr(_LOCAL, "eager", False) or getattr(_LOCAL, "disk_only", False)
+        if size and not waits and size * LOAD_SECONDS_PER_BYTE > LOAD_WAIT and \
                 self._numpy_faster(st, leaves, size * LOAD_SECONDS_PER_BYTE):
             # A large entry (a gradient with much code inlined) takes a tenth of
             # a second or more to load: NumPy answers while it loads.
