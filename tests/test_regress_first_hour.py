@@ -42,6 +42,14 @@
   argument is now the constant None in the body (the build is specialised
   on which arguments are None), and a helper called with None is lowered in
   place.
+* f12: a loop over a tuple or list of arrays (``for W in params``,
+  ``for W, b in zip(Ws, bs)``, ``for i in range(len(params)): params[i]``)
+  was refused ("a tuple can only be indexed by a constant integer"), and
+  ``xs = []; xs.append(v)`` was refused as an unknown *array* method.  Such
+  loops are now unrolled (their bounds are constants), and a list the
+  function builds grows by ``.append``/``.extend``/``.pop``; a list grown in
+  a loop whose trip count is known only at run time is refused at the
+  user's line, naming the alternatives.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -336,3 +344,116 @@ def test_a_none_argument_is_never_taken_for_an_array(target):
 def test_source_without_examples_shows_the_default_none_branch():
     text = ad.source(ad.grad(other_branch_unread))       # as `s2s-ad show` prints it
     assert "x ** 2" in text and "x ** 3" not in text
+
+
+RNG = np.random.default_rng(12)
+W_A, W_B = RNG.standard_normal((3, 2)), RNG.standard_normal((2, 3))
+B_A, B_B = RNG.standard_normal(3), RNG.standard_normal(2)
+X2 = np.array([0.4, -0.9])
+
+
+def layers_tuple(params, x):
+    for W in params:
+        x = np.tanh(W @ x)
+    return np.sum(x ** 2)
+
+
+def layers_pairs(params, x):
+    for W, b in params:
+        x = np.tanh(W @ x + b)
+    return np.sum(x ** 2)
+
+
+def layers_zip(Ws, bs, x):
+    for i, (W, b) in enumerate(zip(Ws, bs)):
+        x = np.tanh(W @ x + b) * (i + 1.0)
+    return np.sum(x ** 2)
+
+
+def layers_indexed(params, x):
+    for i in range(len(params)):
+        x = np.sin(params[i] @ x) + params[i][0, 0]
+    return np.sum(x)
+
+
+def rnn_appends(W, xs):
+    h = np.zeros(2)
+    hs = []
+    for t in range(3):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    hs.extend([h * 2.0])
+    last = hs.pop()
+    return np.sum(np.array(hs) ** 2) + np.sum(last) + len(hs) * hs[-1][0] + sum(hs)[1]
+
+
+def _fd_of_last(f, args):
+    return fd_jacobian(lambda v: f(*args[:-1], v), args[-1])
+
+
+STATIC_LOOPS = [
+    (layers_tuple, ((W_A, W_B), X2)),
+    (layers_pairs, (((W_A, B_A), (W_B, B_B)), X2)),
+    (layers_zip, ([W_A, W_B], [B_A, B_B], X2)),
+    (layers_indexed, ((W_A, W_B), X2)),
+    (rnn_appends, (np.eye(2) * 0.5 + 0.1, RNG.standard_normal((3, 2)))),
+]
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+@pytest.mark.parametrize("f, args", STATIC_LOOPS, ids=[f.__name__ for f, _ in STATIC_LOOPS])
+def test_loops_over_lists_of_arrays_are_unrolled(f, args, target):
+    got = JITS[target](ad.grad(f, argnums=len(args) - 1))(*args)
+    np.testing.assert_allclose(got, _fd_of_last(f, args), rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_with_respect_to_a_list_of_layers():
+    params, x = (W_A, W_B), X2
+    got = ad.jit(ad.grad(layers_tuple))(params, x)
+    assert isinstance(got, tuple) and len(got) == 2
+    for k, W in enumerate(params):
+        def of_layer(v, k=k, shape=W.shape):
+            ps = list(params)
+            ps[k] = v.reshape(shape)
+            return layers_tuple(tuple(ps), x)
+        np.testing.assert_allclose(got[k].ravel(), fd_jacobian(of_layer, W.ravel()),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_batched_loops_over_lists_of_layers():
+    xs = RNG.standard_normal((4, 2))
+    per_example = ad.jit(ad.vmap(ad.grad(layers_tuple, argnums=1), in_axes=(None, 0)))
+    got = per_example((W_A, W_B), xs)
+    want = np.stack([_fd_of_last(layers_tuple, ((W_A, W_B), v)) for v in xs])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def grows_in_a_run_time_loop(W, xs):
+    h, hs = np.zeros(2), []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    return np.sum(np.array(hs))
+
+
+def indexes_by_a_run_time_count(params, x, n):
+    for i in range(n):
+        x = params[i] @ x
+    return np.sum(x)
+
+
+def appends_to_its_argument(xs, x):
+    xs.append(x)
+    return np.sum(xs[-1])
+
+
+@pytest.mark.parametrize("f, args, match", [
+    (grows_in_a_run_time_loop, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
+    (indexes_by_a_run_time_count, ((np.eye(2), np.eye(2)), X2, 2), "known before the run"),
+    (appends_to_its_argument, ([X2], X2), "list the caller passed in"),
+])
+def test_lists_that_cannot_be_unrolled_are_refused_at_the_line(f, args, match):
+    with pytest.raises(ad.UnsupportedSyntaxError, match=match) as info:
+        ad.grad(f, argnums=1)(*args)
+    assert info.value.filename.endswith("test_regress_first_hour.py")
+    assert info.value.lineno > f.__code__.co_firstlineno

@@ -3,7 +3,7 @@
 and nested defs, helpers that write into the arrays they are passed, transforms
 called inside differentiated functions, keyword arguments of user helpers, and
 the library functions of s2s_ad/library/ and the linalg rules -- mixed with
-loops and branches.
+loops and branches; loops over lists of layers and lists grown by ``.append``.
 
 Each entry of ``CORPUS`` is (function, make_args, argnums); every argument is
 a float array or a float.  The programs with transforms inside differentiate
@@ -348,6 +348,24 @@ _M = [[0.3, -0.2, 0.5], [0.1, 0.6, -0.4], [-0.7, 0.2, 0.25]]
 _A = [[0.9, 0.2, -0.1], [0.3, 1.1, 0.4], [-0.2, 0.1, 0.8]]
 
 
+def static_loops(x, w):
+    """Loops over a list of layers (enumerate with a pair target, range(len(...)),
+    zip) and a list grown by .append and .pop: each loop unrolled."""
+    layers = [(W2, w[:2]), (W2.T, x)]
+    h = x
+    energies = []
+    for i, (W, b) in enumerate(layers):
+        h = np.tanh(W @ h + b) * (i + 1.0)
+        energies.append(np.sum(h ** 2))
+    scales = (0.5, 2.0)
+    for k in range(len(scales)):
+        h = h * scales[k] + x[k]
+    for a, s in zip((h[0], h[2]), scales):
+        energies.append(a * s)
+    last = energies.pop()
+    return sum(energies) + last * np.sum(h)
+
+
 def _f(v):
     return np.array(v, dtype=np.float64)
 
@@ -392,4 +410,5 @@ CORPUS = [
     (mixed_pipeline, lambda: (_f(_X3), _f(_A)), 0),
     (mixed_vector_out, lambda: (_f(_X3), _f(_W3)), (0, 1)),
     (vjp_two_outputs_inside, lambda: (_f(_X3),), 0),
+    (static_loops, lambda: (_f(_X3), _f(_W3)), (0, 1)),
 ]

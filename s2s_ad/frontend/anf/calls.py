@@ -26,6 +26,7 @@ from . import markers
 from .common import (
     _IN_PLACE,
     _VARARG_METHODS,
+    LIST_METHODS,
     LocalFn,
     _atom,
     _cse_key,
@@ -33,6 +34,7 @@ from .common import (
     _is_view,
     _python_value,
     _qualname,
+    _tuples,
     _values,
 )
 from .markers import transform_kind
@@ -76,12 +78,58 @@ class Calls:
             raise self.error(node, "**kwargs in calls is not supported; pass arguments by name")
         return self.call(obj, args, kwargs, node)
 
+    def list_method(self, func, node):
+        """``xs.append(v)``, ``xs.extend(ys)``, ``xs.pop()`` on a list the function
+        built (``xs = []``): every name bound to the list sees the new one (it is
+        rebuilt, statically)."""
+        old = self.env[func.value.id]
+        if func.value.id not in self.src.locals:
+            raise self.error(node, f"'{func.value.id}.{func.attr}()' would change a list outside "
+                             "the function, a side effect its derivative cannot have; build "
+                             "a local list and return what you need from it")
+        if any(old is v or any(old is t for t in _tuples(v)) for v in self.param_trees):
+            raise self.error(node, f"'{func.value.id}.{func.attr}()' would change a list the "
+                             "caller passed in; build a new list (ys = xs + [v]) and return it")
+        if not old.is_list or isinstance(old, Record):
+            raise self.error(node, f"'{func.value.id}' is a tuple or dict here, which has no "
+                             f".{func.attr}(); build a list ([...]) to grow")
+        if any(old is t for v in self.env.values() if v is not old for t in _tuples(v)):
+            raise self.error(node, f"'{func.value.id}' is also held in a tuple, list or dict, "
+                             f"which would see the change; call .{func.attr}() before putting "
+                             "it there")
+        args = [self.expr(a) for a in node.args]
+        if node.keywords:
+            raise self.error(node, f"list.{func.attr}() takes no keyword arguments")
+        items, result = list(old.items), Const(None)
+        if func.attr == "append" and len(args) == 1:
+            items.append(args[0])
+        elif func.attr == "extend" and len(args) == 1 and isinstance(args[0], Tup):
+            items.extend(args[0].items)
+        elif func.attr == "pop" and len(args) <= 1 and all(
+                isinstance(a, Const) and isinstance(a.value, int) for a in args):
+            if not items:
+                raise self.error(node, f"'{func.value.id}.pop()' of an empty list")
+            result = items.pop(args[0].value if args else -1)
+        else:
+            usage = {"append": "xs.append(value)", "extend": "xs.extend([a, b]) (a list or tuple)",
+                     "pop": "xs.pop() or xs.pop(k) with a constant k"}[func.attr]
+            raise self.error(node, f"write {usage}")
+        new = Tup(tuple(items), is_list=True)
+        for name, v in list(self.env.items()):
+            if v is old:
+                self.env[name] = new
+        self.effects += 1
+        return result
+
     def _transform_of(self, node):
         """The transform a call node ``ad.X(...)`` calls, or None."""
         ok, obj = self.src.resolve(node.func)
         return transform_kind(obj) if ok else None
 
     def method(self, func, node):
+        if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
+                isinstance(self.env.get(func.value.id), Tup):
+            return self.list_method(func, node)
         name = rules.METHODS.get(func.attr)
         if name is None and func.attr in library.METHODS:
             args = [self.expr(a) for a in node.args]
@@ -105,6 +153,9 @@ class Calls:
         target = getattr(obj, "__s2s_ad_function__", None)
         if target is not None:
             obj = target
+        if obj in (min, max, abs) and len(args) >= 1 + (obj is not abs) and not kwargs and all(
+                isinstance(a, Const) and isinstance(a.value, (int, float)) for a in args):
+            return Const(obj(*(a.value for a in args)))     # min(len(a), len(b)): a constant
         if obj in rules.BUILTINS and not kwargs:
             if obj is abs or len(args) == 2:
                 return self.emit_call(rules.RULES[rules.BUILTINS[obj]], args, kwargs, node)
@@ -114,6 +165,10 @@ class Calls:
             return self.call_static(obj, args, kwargs, node)
         if obj is slice and all(isinstance(a, Const) for a in args) and not kwargs:
             return Const(slice(*(a.value for a in args)))
+        if obj is zip and args and all(isinstance(a, Tup) for a in args) and not kwargs:
+            return Tup(tuple(Tup(items) for items in zip(*(a.items for a in args))))
+        if obj is enumerate and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
+            return Tup(tuple(Tup((Const(i), v)) for i, v in enumerate(args[0].items)))
         if obj is len and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
             return Const(len(args[0].items))
         if obj is len and len(args) == 1 and isinstance(args[0], Const) and not kwargs and \
@@ -203,12 +258,14 @@ class Calls:
         return self.emit(rule, operands, params, node)
 
     def array_of(self, value, node):
-        """``np.array(value)`` for a list or tuple display ones row by row."""
+        """``np.array(value)`` for a list or tuple display: of numbers, or its rows
+        stacked (Numba's ``np.array`` takes no tuple of arrays)."""
         if not value.items:
             raise self.error(node, "an empty list cannot be made into an array here; use "
                              "np.zeros(0)")
-        if not any(isinstance(v, Tup) for v in value.items):
-            return self.emit(rules.RULES["np.array"], [value], {}, node)
+        if not any(isinstance(v, Tup) for v in value.items) and \
+                not any(rank_of(v, self.ranks) for v in value.items):
+            return self.emit(rules.RULES["np.array"], [value], {}, node)   # of numbers
         rows = Tup(tuple(self.array_of(v, node) if isinstance(v, Tup) else v
                          for v in value.items))
         return self.emit(rules.RULES["np.stack"], [rows], {"axis": Const(0)}, node)

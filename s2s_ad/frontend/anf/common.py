@@ -203,6 +203,26 @@ def _records(value):
     return [r for v in value.items for r in ([v] if isinstance(v, Record) else []) + _records(v)]
 
 
+def _tuples(value):
+    """The tuples, lists, dicts and NamedTuples held inside a lowered value (not itself)."""
+    if not isinstance(value, Tup):
+        return []
+    return [t for v in value.items for t in ([v] if isinstance(v, Tup) else []) + _tuples(v)]
+
+
+LIST_METHODS = ("append", "extend", "pop")
+
+
+def _list_method(node, env):
+    """Whether ``node`` calls ``xs.append(...)``, ``extend`` or ``pop`` on a name
+    bound to a list."""
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)):
+        return False
+    func = node.func
+    return func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
+        isinstance(env.get(func.value.id), Tup) and env[func.value.id].is_list
+
+
 def _values(value):
     """Every item of a lowered value, local functions included."""
     return list(value.leaves()) if isinstance(value, Tup) else [value]

@@ -233,4 +233,5 @@ class Inlining:
                            if isinstance(leaf, Var)}
         child.arg_writes = {}
         child.env = dict(zip(src.param_names, values))
+        child.param_trees = list(values)
         return child

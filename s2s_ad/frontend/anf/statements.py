@@ -2,6 +2,8 @@
 branches and loops in SSA form (joins by copies, one header name per carried
 variable), returns.
 """
+import copy
+
 import gast
 
 from ... import rules
@@ -24,6 +26,7 @@ from .common import (
     LocalFn,
     _element_stores,
     _leaves,
+    _list_method,
     _records,
     _replace,
     _stored_names,
@@ -234,6 +237,8 @@ class Statements:
         start, stop, step = (self.expr(a) for a in node.iter.args)
         if not isinstance(node.target, gast.Name):
             raise self.error(node, "a range loop needs a single loop variable")
+        if self.needs_unrolling(node):
+            return self.unroll(node, start, stop, step)
         headers = self.enter_loop(node, node.body)
         index = Var(self.names.user(node.target.id))
         self.env[node.target.id] = index
@@ -245,7 +250,59 @@ class Statements:
         self.env[node.target.id] = index
         self.body.append(For(index.name, start, stop, step, body, self.src.loc(node), carried))
 
+    def needs_unrolling(self, node):
+        """Whether the loop's body indexes a tuple, list or dict by a value that
+        changes with the iteration (``params[i]``, and ``for W in params``, which
+        reads ``params[_i]``), or appends to a list: its iterations are then
+        lowered one by one, the loop variable a constant in each."""
+        varying = _stored_names(node.body) | {node.target.id}
+        for sub in (n for st in node.body for n in gast.walk(st)):
+            if isinstance(sub, gast.Subscript) and isinstance(sub.value, gast.Name) and \
+                    isinstance(self.env.get(sub.value.id), Tup) and any(
+                        isinstance(n, gast.Name) and (n.id in varying or not isinstance(
+                            self.env.get(n.id), Const)) for n in gast.walk(sub.slice)):
+                return True
+            if _list_method(sub, self.env):
+                return True
+        return False
+
+    def unroll(self, node, start, stop, step):
+        """One copy of a range loop's body per iteration (the bounds must be
+        constants: a tuple's length, ``range(3)``)."""
+        if not all(isinstance(b, Const) and isinstance(b.value, int) for b in (start, stop, step)):
+            self.refuse_growing_lists(node)
+            raise self.error(node, "this loop indexes a tuple or list by its loop variable, so "
+                             "its number of iterations must be known before the run "
+                             "(range(3), len(params), for w in params); make the values one "
+                             "array (np.stack) and index that instead")
+        iterations = range(start.value, stop.value, step.value)
+        if len(iterations) > _MAX_UNROLLED:
+            raise self.error(node, f"this loop indexes a tuple or list, or appends to a list, "
+                             f"so each of its {len(iterations)} iterations is lowered on its "
+                             f"own (at most {_MAX_UNROLLED}); make the values one array and "
+                             "index that instead")
+        for i in iterations:
+            self.env[node.target.id] = Const(i)
+            for st in copy.deepcopy(node.body):
+                saved, self.node = self.node, st
+                self.stmt(st)
+                self.node = saved
+
+    def refuse_growing_lists(self, node):
+        """A list appended to in a loop whose iterations are not known before the
+        run would change length from one iteration to the next."""
+        grown = next((n for st in node.body for n in gast.walk(st)
+                      if _list_method(n, self.env)), None)
+        if grown is not None:
+            raise self.error(grown, f"'{grown.func.value.id}.{grown.func.attr}()' in a loop "
+                             "whose number of iterations is known only at run time is not "
+                             "supported (the list would change length from one iteration "
+                             "to the next); build the values with a list comprehension "
+                             "([step(t) for t in range(n)]) or fill an array "
+                             "(out = np.zeros((n, ...)); out[t] = ...)")
+
     def stmt_While(self, node):
+        self.refuse_growing_lists(node)
         headers = self.enter_loop(node, node.body)
         saved, self.body = self.body, []
         cond = self.expr(node.test)
@@ -320,3 +377,6 @@ class Statements:
         for name, v in list(self.env.items()):
             if v is old:
                 self.env[name] = new
+
+
+_MAX_UNROLLED = 1000
