@@ -88,7 +88,14 @@ from .linalg import (
     matmul_grad_b,
 )
 from .nesting import flat, flat_size, grad_zeros, jac_flat, jac_shape, jac_zeros, unit_like
-from .plumbing import broadcast_like, like, reshape_like, unbroadcast, zeros_like
+from .plumbing import (
+    astype,
+    broadcast_like,
+    like,
+    reshape_like,
+    unbroadcast,
+    zeros_like,
+)
 from .reductions import (
     add_minmax_grad,
     amax,
@@ -109,7 +116,7 @@ from .scatter import add_at, index_add, put_grad, put_into, take_at, written
 from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose_grad
 
 __all__ = [  # noqa: RUF022 - grouped by topic
-    "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like",
+    "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like", "astype",
     "sum", "sum_squares", "mean", "prod", "amax", "amin",
     "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "times_kept", "prod_grad",
     "minmax_grad",

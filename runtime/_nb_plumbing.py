@@ -10,6 +10,7 @@ import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
 from . import _nb_kernels as kernels
 from . import plumbing, reductions
@@ -141,6 +142,25 @@ def _like(b, x):
         "    if b.shape != x.shape:\n"
         "        raise ValueError('like: the cotangent has the wrong shape')\n"
         f"    return {cast}")
+
+
+def _cast_dtype(dtype):
+    """The NumPy dtype a Numba ``dtype`` argument (np.float32, int, ...) names."""
+    builtin = getattr(dtype, "typing_key", None)     # int, float, bool: Function types
+    if builtin in (int, float, bool):
+        return np.dtype(builtin)
+    target = getattr(dtype, "instance_type", getattr(dtype, "dtype", None))
+    if target is None:
+        raise TypingError(f"astype: {dtype} is not a dtype")
+    return as_dtype(target)
+
+
+@overload(plumbing.astype, prefer_literal=True)
+def _astype(a, dtype):
+    dt = dtype_src(_cast_dtype(dtype))
+    if is_scalar(a):
+        return compile_impl(f"def impl(a, dtype):\n    return {dt}(a)")
+    return compile_impl(f"def impl(a, dtype):\n    return a.astype({dt})")
 
 
 def _scalar_from(v, name, dt, params):

@@ -108,6 +108,13 @@ def like(b, x):
     return b if b.dtype == x.dtype and b.flags.writeable else b.astype(x.dtype)
 
 
+def astype(a, dtype):
+    """``a.astype(dtype)``, for arrays and for scalars (a NumPy scalar of ``dtype``)."""
+    if is_array(a):
+        return a.astype(dtype)
+    return np.dtype(dtype).type(a)
+
+
 def reshape_like(g, x):
     """`g` reshaped to np.shape(x); the adjoint of reshape/ravel/squeeze.
 

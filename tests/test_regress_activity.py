@@ -172,6 +172,7 @@ SAMPLES = {
     "np.copy": [lambda r: (r(4),)],
     "np.asarray": [lambda r: (r(4),)],
     "float": [lambda r: (r(),)],
+    "np.astype": [lambda r: (r(3, 4), np.float64)],
     "np.concatenate": [lambda r: ((r(2, 4), r(3, 4)), 0)],
     "np.stack": [lambda r: ((r(4), r(4)), 1)],
     "np.array": [lambda r: ((r(), r(), r()),)],

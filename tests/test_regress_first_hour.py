@@ -50,6 +50,19 @@
   function builds grows by ``.append``/``.extend``/``.pop``; a list grown in
   a loop whose trip count is known only at run time is refused at the
   user's line, naming the alternatives.
+* f13: ``a.astype(np.float64)`` (and any dtype) was refused as an unknown
+  array method.  A cast to a float dtype is differentiated (the cotangent
+  is cast back to the argument's dtype); to an integer or boolean dtype it
+  has no derivative.
+* f14: ``params.items()``, ``.values()``, ``.keys()`` and ``for k in params``
+  on a dict were refused (an unknown array method; "a dict argument can only
+  be indexed by one of its keys").  They iterate, unrolled, in Python's
+  order: a dict argument's keys sorted (as JAX rebuilds a dict argument), a
+  dict the function builds in insertion order.
+* f15: ``assert x.ndim == 1, "..."`` was refused.  An assert whose test is
+  known before the run (ranks, lengths of tuples, constants) is checked when
+  the function is transformed and raises the user's AssertionError at its
+  line; one on run-time values is still refused.
 
 Derivatives are checked against central differences of the plain function.
 """
@@ -457,3 +470,80 @@ def test_lists_that_cannot_be_unrolled_are_refused_at_the_line(f, args, match):
         ad.grad(f, argnums=1)(*args)
     assert info.value.filename.endswith("test_regress_first_hour.py")
     assert info.value.lineno > f.__code__.co_firstlineno
+
+
+def casts(x):
+    a = x.astype(np.float64)
+    k = (x * 3.0).astype(int)
+    return float(np.sum(a ** 2)) + np.sum(k) * x[0] + x[1].astype(np.float64) * 2.0
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_astype(target):
+    got = JITS[target](ad.grad(casts))(X)
+    np.testing.assert_allclose(got, fd_jacobian(casts, X), rtol=1e-6, atol=1e-6)
+    x32 = X.astype(np.float32)
+    got32 = JITS[target](ad.grad(lambda v: np.sum(v.astype(np.float64) ** 2)))(x32)
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, 2.0 * x32, rtol=1e-6)
+    batched = JITS[target](ad.vmap(ad.grad(casts)))(np.stack([X, X * 0.5]))
+    np.testing.assert_allclose(batched[1], fd_jacobian(casts, X * 0.5), rtol=1e-6, atol=1e-6)
+
+
+def cast_to_own_dtype(v):
+    return np.sum(v.astype(v.dtype) ** 2)
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_astype_to_the_arguments_own_dtype(target):
+    np.testing.assert_allclose(JITS[target](ad.grad(cast_to_own_dtype))(X), 2.0 * X,
+                               rtol=1e-12)
+    assert JITS[target](ad.jacfwd(lambda v: (v * 3.0).astype(int) * 1.0))(X).any() == 0
+
+
+def l2_penalty(params, x):
+    loss = np.sum(x ** 2)
+    for W in params.values():
+        loss += 0.01 * np.sum(W ** 2)
+    for name, W in params.items():
+        loss += np.sum(np.sin(W) * x) * len(name)
+    for name in params:
+        loss += np.sum(params[name] * x ** 3)
+    return loss
+
+
+def insertion_order(x):
+    steps = {"w": 2.0, "b": 0.5}
+    steps["a"] = 3.0
+    for name, scale in steps.items():
+        x = np.sin(x * scale) + len(name) * x     # the order changes the result
+    return np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_iterating_over_a_dict(target):
+    params = {"w": np.array([0.3, -0.2, 0.5]), "bias": np.array([0.1, 0.4, -0.3])}
+    got = JITS[target](ad.grad(l2_penalty))(params, X[:3])
+    for k in params:
+        def of_item(v, k=k):
+            return l2_penalty({**params, k: v}, X[:3])
+        np.testing.assert_allclose(got[k], fd_jacobian(of_item, params[k]), rtol=1e-6,
+                                   atol=1e-8)
+    got_x = JITS[target](ad.grad(l2_penalty, argnums=1))(params, X[:3])
+    np.testing.assert_allclose(got_x, fd_jacobian(lambda v: l2_penalty(params, v), X[:3]),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(JITS[target](ad.grad(insertion_order))(X),
+                               fd_jacobian(insertion_order, X), rtol=1e-6, atol=1e-8)
+
+
+def checks_its_rank(x, layers=(0.5, 2.0)):
+    assert x.ndim == 1, "x must be a vector"
+    assert len(layers) == 2
+    return np.sum(x ** 2) * layers[1]
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_asserts_known_before_the_run(target):
+    np.testing.assert_allclose(JITS[target](ad.grad(checks_its_rank))(X), 4.0 * X, rtol=1e-12)
+    with pytest.raises(AssertionError, match="x must be a vector .*test_regress_first_hour.py"):
+        JITS[target](ad.grad(checks_its_rank))(np.ones((2, 2)))

@@ -395,6 +395,13 @@ ARRAY_PROGRAMS = {
         ("vector", {"a": (None, V)}, "np.copy(a)", NB),
         ("method-matrix", {"a": (None, M)}, "a.copy()", ())],
     "np.asarray": [("vector", {"a": (None, V)}, "np.asarray(a)", NB)],
+    "np.astype": [
+        ("vector", {"a": (None, V)}, "a.astype(np.float64) * a", NB),
+        ("of_sin-matrix", {"a": (None, M)}, "np.sin(a).astype(np.float64)", NB32),
+        ("of_sum-vector", {"a": (None, V)}, "np.sum(a).astype(np.float64) * a", NB)],
+    "astype_exact": [
+        ("vector", {"a": (None, V)}, "(a * 3.0).astype(int) * a", NB),
+        ("bool-matrix", {"a": (None, M)}, "(a > 0.0).astype(np.float64) * a", ())],
     "float": [
         ("scalar", {"x": (None, ())}, "float(x)", NB),
         ("of_sum-vector", {"x": (None, V)}, "float(np.sum(x))", ())],

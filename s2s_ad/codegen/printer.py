@@ -84,6 +84,8 @@ def const(v):
         return ast.Tuple([const(x) for x in v], ast.Load())
     if isinstance(v, (bool, int, float, complex, str, type(None))) or v is Ellipsis:
         return ast.Constant(v)
+    if v in (int, float, bool, complex):       # a dtype written as a builtin (a.astype(int))
+        return name(v.__name__)
     for module, alias in ((np, "np"),):
         n = getattr(v, "__name__", None)
         if n and getattr(module, n, None) is v:

@@ -243,7 +243,9 @@ class Desugar:
             ref, pre = self.hoist(seq)
             hoisted += pre
             lens.append(_call("len", ref))
-            read = gast.Assign([target], _subscript(ref, _name(i)), None)
+            item = _subscript(ref, _name(i))
+            item.iterates = True        # a dict gives its keys (anf/expressions.py)
+            read = gast.Assign([target], item, None)
             pro.append(gast.copy_location(read, s))
         stop = lens[0] if len(lens) == 1 else _call("min", *lens)
         s.target = _name(i, gast.Store())

@@ -51,8 +51,6 @@ _UNSUPPORTED = {
                       " import at module level"),
     gast.Raise: ("raise is not supported inside a differentiated function;"
                  " check inputs before calling it"),
-    gast.Assert: ("assert is not supported inside a differentiated function;"
-                  " check inputs before calling it"),
     gast.Starred: "star-unpacking (*args) is not supported; pass the arguments explicitly",
     gast.Set: "sets are not supported; use tuples or arrays",
     gast.JoinedStr: "f-strings are not supported inside a differentiated function",

@@ -265,11 +265,18 @@ class Record(Tup):
     by key (``v["a"]``) or field name (``p.a``); ``container`` (a
     :class:`~s2s_ad.ir.pytree.Keyed`) holds the keys and rebuilds the value."""
     container: Any = field(default=None, compare=False)
+    order: Any = field(default=None, compare=False)    # a dict's keys as Python iterates
+    # them, when not the container's (sorted) order: a dict built in the function
 
     def item(self, key):
         """The item under ``key``, or None."""
         keys = self.container.keys
         return self.items[keys.index(key)] if key in keys else None
+
+    def keys_in_order(self):
+        """The keys in the order Python iterates them (a dict argument arrives
+        with its keys sorted, as JAX rebuilds one)."""
+        return tuple(self.order or self.container.keys)
 
 
 class ListTree(tuple):

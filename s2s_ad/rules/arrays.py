@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _stop
 from .internal import BDOT, BINNER, BMATMUL, BOUTER
-from .registry import Rule, linear, nondiff, nonlinear, register
+from .registry import RULES, Rule, linear, nondiff, nonlinear, register
 
 AXES = {"axis": None, "keepdims": False}
 REDUCTION = {"shape": "reduced", "batch": "reduction"}
@@ -76,6 +76,26 @@ linear("np.copy", np.copy, ("a",), ("a",), {"a": "g"}, methods=("copy",), fresh=
        shaped_by_first=True, **SAME)
 linear("np.asarray", np.asarray, ("a",), ("a",), {"a": "g"}, view=True, from_list=True,
        shaped_by_first=True, stacks_list=True, **SAME)
+# ``a.astype(dtype)``: a cast to a float dtype passes the derivative through
+# (the cotangent cast back to a's dtype); to an integer or boolean dtype it
+# is another primitive, with no derivative (``forms`` picks it).
+linear("np.astype", np.astype, ("a", "dtype"), ("a",), {"a": "rt.like(g, a)"}, emit="rt.astype",
+       methods=("astype",), shaped_by_first=True, **SAME)
+nondiff("astype_exact", None, ("a", "dtype"), emit="rt.astype", operands=("a",),
+        shaped_by_first=True, **SAME)
+
+
+def _exact_cast_form(args, kwargs):
+    """``a.astype(int)``, ``a.astype(bool)``: the cast with no derivative."""
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    try:
+        kind = np.dtype(dtype.value).kind
+    except (AttributeError, TypeError):
+        return None          # not a constant dtype: the static parameter's error
+    return RULES["astype_exact"] if kind in "iub" else None
+
+
+RULES["np.astype"].forms = _exact_cast_form
 linear("float", float, ("x",), ("x",), {"x": "g"}, shape="scalar", batch="same", cheap=True)
 
 

@@ -98,7 +98,8 @@ class Rule:
     total: str = None                 # a sum of vector "elements" (np.sum) or "products" (np.dot)
     parts: tuple = ()                 # multi-output: one rule name per output (each a primitive)
     varargs: bool = False             # trailing positional arguments form the last operand
-    forms: Any = None                 # (args, kwargs) -> a library function for that call form
+    forms: Any = None                 # (args, kwargs) -> a library function, or another
+                                      # rule, for that call form (None: this rule)
     cheap: bool = False               # about one instruction on numbers (x + y, x < y, x[i]): a
                                       # loop's adjoint recomputes it rather than storing it
     signs: tuple = ()                 # a signed sum of its operands: each one's sign

@@ -3,7 +3,8 @@
 and nested defs, helpers that write into the arrays they are passed, transforms
 called inside differentiated functions, keyword arguments of user helpers, and
 the library functions of s2s_ad/library/ and the linalg rules -- mixed with
-loops and branches; loops over lists of layers and lists grown by ``.append``.
+loops and branches; loops over lists of layers and lists grown by ``.append``;
+``astype``; iteration over a dict.
 
 Each entry of ``CORPUS`` is (function, make_args, argnums); every argument is
 a float array or a float.  The programs with transforms inside differentiate
@@ -366,6 +367,26 @@ def static_loops(x, w):
     return sum(energies) + last * np.sum(h)
 
 
+def casts(x, w):
+    """astype to float64 (differentiated, an array and a number) and int (no derivative)."""
+    scaled = (x * 3.0).astype(int)
+    a = (x * w).astype(np.float64)
+    return np.sum(a ** 2) + np.sum(scaled) * w[0] + float(x[1].astype(np.float64)) * 2.0
+
+
+def dict_loops(x, w):
+    """A dict built in the function, grown, and iterated by items(), values() and
+    keys() in insertion order (the order changes the result)."""
+    steps = {"w": w, "b": x * 0.5}
+    steps["a"] = np.cos(x)
+    for name, v in steps.items():
+        x = np.sin(x * v) + len(name) * x
+    total = sum(np.sum(v ** 2) for v in steps.values())
+    for name in steps:
+        total = total + np.sum(steps[name] * x)
+    return total + np.sum(x ** 2)
+
+
 def _f(v):
     return np.array(v, dtype=np.float64)
 
@@ -411,4 +432,6 @@ CORPUS = [
     (mixed_vector_out, lambda: (_f(_X3), _f(_W3)), (0, 1)),
     (vjp_two_outputs_inside, lambda: (_f(_X3),), 0),
     (static_loops, lambda: (_f(_X3), _f(_W3)), (0, 1)),
+    (casts, lambda: (_f(_X3), _f(_W3)), (0, 1)),
+    (dict_loops, lambda: (_f(_X3), _f(_W3)), (0, 1)),
 ]

@@ -130,6 +130,15 @@ class Calls:
         if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
                 isinstance(self.env.get(func.value.id), Tup):
             return self.list_method(func, node)
+        receiver = self.env.get(func.value.id) if isinstance(func.value, gast.Name) else None
+        if func.attr in ("items", "keys", "values") and isinstance(receiver, Record) and \
+                receiver.container.cls is dict:
+            if node.args or node.keywords:
+                raise self.error(node, f"dict.{func.attr}() takes no arguments")
+            keys = receiver.keys_in_order()
+            value = {"keys": lambda k: Const(k), "values": receiver.item,
+                     "items": lambda k: Tup((Const(k), receiver.item(k)))}[func.attr]
+            return Tup(tuple(value(k) for k in keys))
         name = rules.METHODS.get(func.attr)
         if name is None and func.attr in library.METHODS:
             args = [self.expr(a) for a in node.args]
@@ -218,7 +227,9 @@ class Calls:
 
     def emit_call(self, rule, args, kwargs, node):
         other = rule.forms(args, kwargs) if rule.forms is not None else None
-        if other is not None:    # another call form (np.where(c) is np.nonzero(c))
+        if isinstance(other, rules.Rule):       # another primitive (a.astype(int))
+            rule = other
+        elif other is not None:  # another call form (np.where(c) is np.nonzero(c))
             return self.call_library(other, args, kwargs, node)
         if rule.varargs:         # np.einsum(subscripts, *operands): the operands as one tuple
             k = len(rule.params) - 1

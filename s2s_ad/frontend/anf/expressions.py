@@ -118,7 +118,8 @@ class Expressions:
             return Record(tuple(self.constant(f"{name}_{k}", v, node) for k, v in
                                 zip(keys, values)),
                           container=pytree.Keyed(dict if isinstance(obj, dict) else type(obj),
-                                                 keys))
+                                                 keys),
+                          order=tuple(obj) if isinstance(obj, dict) else None)
         if isinstance(obj, tuple) and all(isinstance(v, numbers.Number) for v in obj):
             return Const(obj)
         if isinstance(obj, (tuple, list)):      # a pytree constant: its leaves, statically
@@ -151,7 +152,8 @@ class Expressions:
                                  "({\"w\": w, \"b\": b}); unpacking (**d) is not supported")
             items[key.value] = self.expr(value)
         keys = sorted(items)
-        return Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys))
+        return Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys),
+                      order=tuple(items))
 
     def expr_ListComp(self, node):
         return comprehensions.Lowering(self, node).build()
@@ -246,6 +248,8 @@ class Expressions:
             return self.outer_index(value, node.slice.args)
         index = self.index(node.slice)
         if isinstance(value, Record) and value.container.cls is dict:
+            if getattr(node, "iterates", False) and isinstance(index, Const):
+                return Const(value.keys_in_order()[index.value])    # for k in d: its keys
             item = value.item(index.value) if isinstance(index, Const) else None
             if item is None:
                 raise self.error(node, f"a dict argument can only be indexed by one of its keys "

@@ -66,6 +66,25 @@ class Statements:
             if isinstance(target, gast.Name):
                 value = self.env[target.id]  # the temporary may now carry the user's name
 
+    def stmt_Assert(self, node):
+        """``assert test, msg`` with a test known before the run (``x.ndim == 1``,
+        ``len(params) == 2``): checked when the function is transformed, raising
+        the user's AssertionError.  A test on values is refused (derivatives
+        have no exceptions)."""
+        saved, self.body = self.body, []
+        test = self.expr(node.test)
+        self.body = saved
+        if not isinstance(test, Const):
+            raise self.error(node, "assert on values computed at run time is not supported "
+                             "inside a differentiated function (an assert on ranks, "
+                             "x.ndim == 1, is); check the values before calling it")
+        if not test.value:
+            message = self.expr(node.msg) if node.msg is not None else None
+            loc = self.src.loc(node)
+            text = f" ({loc.filename}, line {loc.lineno})"
+            raise AssertionError((str(message.value) if isinstance(message, Const) else
+                                  f"assert failed: {loc.text.strip()}") + text)
+
     def stmt_AugAssign(self, node):
         # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
         # name sees the update, unlike NumPy's in-place ``+=``).
@@ -373,7 +392,9 @@ class Statements:
         items = dict(zip(old.container.keys, old.items))
         items[key.value] = value
         keys = sorted(items)
-        new = Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys))
+        order = old.keys_in_order()
+        new = Record(tuple(items[k] for k in keys), container=pytree.Keyed(dict, keys),
+                     order=order + ((key.value,) if key.value not in order else ()))
         for name, v in list(self.env.items()):
             if v is old:
                 self.env[name] = new
