@@ -52,6 +52,7 @@ from .control import (
     set_row,
     snapshot,
     stack_like,
+    trip_count,
     zeros_lanes,
 )
 from .elementwise import (  # SIMD kernels for compiled code on large arrays
@@ -130,7 +131,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "range_last", "snapshot", "index_add", "written", "add_at", "take_at", "put_into",
     "put_grad", "rows_like", "set_row", "lanes", "zeros_lanes",
-    "copy_into", "stack_like", "float_stack",
+    "copy_into", "stack_like", "trip_count", "float_stack",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",

@@ -50,6 +50,10 @@
   function builds grows by ``.append``/``.extend``/``.pop``; a list grown in
   a loop whose trip count is known only at run time is refused at the
   user's line, naming the alternatives.
+  A list appended to once per iteration of a loop over a run-time count
+  (``for t in range(xs.shape[0]): ...; hs.append(h)``, an RNN's states) is
+  an array of its elements, as a comprehension's list is; a loop that runs
+  no iteration is an error at run time.
 * f13: ``a.astype(np.float64)`` (and any dtype) was refused as an unknown
   array method.  A cast to a float dtype is differentiated (the cotangent
   is cast back to the argument's dtype); to an integer or boolean dtype it
@@ -441,10 +445,19 @@ def test_batched_loops_over_lists_of_layers():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
-def grows_in_a_run_time_loop(W, xs):
+def grows_in_a_branch(W, xs):
     h, hs = np.zeros(2), []
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + xs[t])
+        if t > 0:
+            hs.append(h)
+    return np.sum(np.array(hs))
+
+
+def reads_while_growing(W, xs):
+    h, hs = np.zeros(2), [np.zeros(2)]
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t]) + hs[-1]
         hs.append(h)
     return np.sum(np.array(hs))
 
@@ -461,7 +474,8 @@ def appends_to_its_argument(xs, x):
 
 
 @pytest.mark.parametrize("f, args, match", [
-    (grows_in_a_run_time_loop, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
+    (grows_in_a_branch, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
+    (reads_while_growing, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
     (indexes_by_a_run_time_count, ((np.eye(2), np.eye(2)), X2, 2), "known before the run"),
     (appends_to_its_argument, ([X2], X2), "list the caller passed in"),
 ])
@@ -547,3 +561,44 @@ def test_asserts_known_before_the_run(target):
     np.testing.assert_allclose(JITS[target](ad.grad(checks_its_rank))(X), 4.0 * X, rtol=1e-12)
     with pytest.raises(AssertionError, match="x must be a vector .*test_regress_first_hour.py"):
         JITS[target](ad.grad(checks_its_rank))(np.ones((2, 2)))
+
+
+def rnn_states(W, xs):
+    h = np.zeros(2)
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2) + np.sum(hs[-1]) + len(hs) * 0.1
+
+
+def rnn_outputs(W, xs):
+    h, outs = np.zeros(2), []
+    for x in xs:
+        h = np.tanh(W @ h + x)
+        outs.append(np.sum(h * x))
+    return sum(outs) + np.max(np.array(outs))
+
+
+W_RNN = RNG.standard_normal((2, 2)) * 0.5
+XS_RNN = RNG.standard_normal((5, 2))
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+@pytest.mark.parametrize("f", [rnn_states, rnn_outputs])
+def test_lists_grown_over_a_run_time_count(f, target):
+    got = JITS[target](ad.grad(f, argnums=(0, 1)))(W_RNN, XS_RNN)
+    np.testing.assert_allclose(got[1], _fd_of_last(f, (W_RNN, XS_RNN)), rtol=1e-6, atol=1e-8)
+    want_w = fd_jacobian(lambda w: f(w.reshape(2, 2), XS_RNN), W_RNN.ravel()).reshape(2, 2)
+    np.testing.assert_allclose(got[0], want_w, rtol=1e-6, atol=1e-8)
+    xs3 = RNG.standard_normal((3, 4, 2))
+    batched = JITS[target](ad.vmap(ad.grad(f, argnums=1), in_axes=(None, 0)))(W_RNN, xs3)
+    np.testing.assert_allclose(batched[2], _fd_of_last(f, (W_RNN, xs3[2])), rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_allclose(JITS[target](ad.jacfwd(f, argnums=1))(W_RNN, XS_RNN),
+                               _fd_of_last(f, (W_RNN, XS_RNN)), rtol=1e-6, atol=1e-8)
+
+
+def test_a_loop_that_appends_nothing_is_an_error():
+    with pytest.raises(ValueError, match="ran no iteration"):
+        ad.jit(rnn_states, compile="eager")(W_RNN, np.zeros((0, 2)))

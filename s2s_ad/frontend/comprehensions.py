@@ -68,6 +68,11 @@ def _lists(low):
     return low.comp_lists
 
 
+def mark_list(low, value):
+    """``value`` (an array) is a list the user holds: its ``+`` and ``*`` are refused."""
+    _lists(low).add(value.name)
+
+
 def is_list(low, value):
     return isinstance(value, Var) and value.name in _lists(low)
 

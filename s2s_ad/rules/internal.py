@@ -25,6 +25,11 @@ STACK_LIKE = _internal(Rule(name="rt.stack_like", params=("x", "n"), operands=("
                             emit="rt.stack_like", nondiff=True,
                             rank=lambda args, params: None if args[0] is None else args[0] + 1))
 
+#: ``len(range(start, stop, step))`` of a loop that appends to a list: an error when 0.
+TRIP_COUNT = _internal(Rule(name="rt.trip_count", params=("start", "stop", "step"),
+                            operands=("start", "stop", "step"), emit="rt.trip_count",
+                            nondiff=True, rank=lambda args, params: 0))
+
 #: A tangent broadcast to the shape of the value it belongs to.
 BROADCAST_LIKE = _internal(Rule(name="rt.broadcast_like", params=("t", "x"), operands=("t", "x"),
                                 emit="rt.broadcast_like", vjp={"t": "rt.unbroadcast(g, t)"},

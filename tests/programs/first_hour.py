@@ -387,6 +387,17 @@ def dict_loops(x, w):
     return total + np.sum(x ** 2)
 
 
+def appended_states(x, w):
+    """A list grown by .append in a loop over a run-time count (an RNN's states),
+    then stacked, indexed and summed."""
+    h = w * 0.5
+    states = []
+    for t in range(x.shape[0]):
+        h = np.tanh(h * x[t] + w)
+        states.append(h)
+    return np.sum(np.stack(states) ** 2) + np.sum(states[-1] * w) + sum(states)[0]
+
+
 def _f(v):
     return np.array(v, dtype=np.float64)
 
@@ -434,4 +445,5 @@ CORPUS = [
     (static_loops, lambda: (_f(_X3), _f(_W3)), (0, 1)),
     (casts, lambda: (_f(_X3), _f(_W3)), (0, 1)),
     (dict_loops, lambda: (_f(_X3), _f(_W3)), (0, 1)),
+    (appended_states, lambda: (_f(_X3), _f(_W3)), (0, 1)),
 ]

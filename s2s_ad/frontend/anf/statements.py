@@ -21,6 +21,8 @@ from ...ir import (
     While,
     pytree,
 )
+from ...rules.internal import STACK_LIKE, TRIP_COUNT
+from .. import comprehensions
 from . import markers
 from .common import (
     LocalFn,
@@ -30,6 +32,7 @@ from .common import (
     _records,
     _replace,
     _stored_names,
+    _tuples,
     _values,
 )
 
@@ -289,6 +292,9 @@ class Statements:
         """One copy of a range loop's body per iteration (the bounds must be
         constants: a tuple's length, ``range(3)``)."""
         if not all(isinstance(b, Const) and isinstance(b.value, int) for b in (start, stop, step)):
+            appended = self.appended_list(node)
+            if appended is not None:
+                return self.fill_appended(node, start, stop, step, *appended)
             self.refuse_growing_lists(node)
             raise self.error(node, "this loop indexes a tuple or list by its loop variable, so "
                              "its number of iterations must be known before the run "
@@ -306,6 +312,79 @@ class Statements:
                 saved, self.node = self.node, st
                 self.stmt(st)
                 self.node = saved
+
+    def appended_list(self, node):
+        """``(name, position)`` when the loop's body grows one list the function
+        built empty by one ``name.append(e)`` statement of its own (not inside a
+        branch or an inner loop) and reads it nowhere else; else None."""
+        found = []
+        for i, st in enumerate(node.body):
+            if isinstance(st, gast.Expr) and _list_method(st.value, self.env) and \
+                    st.value.func.attr == "append" and len(st.value.args) == 1:
+                found.append((st.value.func.value.id, i))
+        if len(found) != 1:
+            return None
+        name, position = found[0]
+        held = self.env[name]
+        if held.items or name not in self.src.locals or any(
+                held is v for p in self.param_trees for v in [p] + _tuples(p)):
+            return None
+        reads = [n for st in node.body for n in gast.walk(st)
+                 if isinstance(n, gast.Name) and n.id == name]
+        return (name, position) if len(reads) == 1 else None
+
+    def fill_appended(self, node, start, stop, step, name, position):
+        """A loop over a run-time count that appends to a list: the list is an
+        array of its elements stacked on a new first axis, as a comprehension's
+        is.  The first iteration is lowered on its own (the storage is shaped
+        after its element), then the loop over the others writes ``name[k]``;
+        a loop that runs no iteration is an error at run time."""
+        count = self.emit(TRIP_COUNT, [start, stop, step], {}, node)
+        self.env[node.target.id] = start
+        for i, st in enumerate(copy.deepcopy(node.body)):
+            saved, self.node = self.node, st
+            if i == position:
+                first = self.expr(st.value.args[0])
+                self.emit(STACK_LIKE, [first, count], {}, st)
+                allocation = self.body[-1]
+                allocation.targets = [self.names.user(name)]
+                storage = Var(allocation.targets[0])
+                self.emit_setitem(storage, Const(0), first)
+                self.env[name] = storage
+                comprehensions.mark_list(self, storage)
+            else:
+                self.stmt(st)
+            self.node = saved
+        bounds = [self._local_name(base, value, node) for base, value in (
+            ("_start", Const(start.value + step.value) if isinstance(start, Const) and
+             isinstance(step, Const) else self.operator(gast.Add(), [start, step], node)),
+            ("_stop", stop), ("_step", step), ("_k", Const(1)))]
+        k = bounds[-1]
+        body = copy.deepcopy(node.body)
+        append = body[position]
+        write = gast.Assign([gast.Subscript(gast.Name(name, gast.Load(), None, None),
+                                            gast.Name(k.id, gast.Load(), None, None),
+                                            gast.Store())], append.value.args[0], None)
+        step_k = gast.Assign([gast.Name(k.id, gast.Store(), None, None)],
+                             gast.BinOp(gast.Name(k.id, gast.Load(), None, None), gast.Add(),
+                                        gast.Constant(1, None)), None)
+        body[position:position + 1] = [gast.copy_location(write, append),
+                                       gast.copy_location(step_k, append)]
+        rest = gast.For(gast.Name(node.target.id, gast.Store(), None, None),
+                        gast.Call(gast.Name("range", gast.Load(), None, None),
+                                  [gast.Name(b.id, gast.Load(), None, None)
+                                   for b in bounds[:3]], []), body, [], None)
+        gast.copy_location(rest, node)
+        self.stmt_For(rest)
+
+    def _local_name(self, base, value, node):
+        """A fresh local variable bound to the lowered ``value``: a name for loop
+        source written here."""
+        name = self.names.fresh(base)
+        self.src.locals.add(name)
+        self.names.own.add(name)
+        self.env[name] = value
+        return gast.Name(name, gast.Load(), None, None)
 
     def refuse_growing_lists(self, node):
         """A list appended to in a loop whose iterations are not known before the
