@@ -16,7 +16,9 @@ from . import special
 from ._nbutil import compile_impl, elementwise_impl, elementwise_overload, is_scalar
 
 _KERNELS = {"digamma": special.digamma_scalar, "erfinv": special.erfinv_scalar,
-            "gammaln": math.lgamma, "erf": math.erf, "erfc": math.erfc}
+            "gammaln": math.lgamma, "erf": math.erf, "erfc": math.erfc, "gamma": math.gamma,
+            "ndtr": special.ndtr_scalar, "log_ndtr": special.log_ndtr_scalar,
+            "entr": special.entr_scalar}
 
 
 for _name, _kernel in _KERNELS.items():

@@ -105,6 +105,53 @@ def erfinv_scalar(y):
     return t if y >= 0.0 else -t
 
 
+@register_jitable
+def ndtr_scalar(x):
+    """The standard normal distribution function."""
+    return 0.5 * math.erfc(-x * 0.7071067811865476)
+
+
+@register_jitable
+def log_ndtr_scalar(x):
+    """log of :func:`ndtr_scalar`; for x < -20 the asymptotic series of the
+    normal tail (relative error below 1e-16 there), where erfc underflows."""
+    if x > -20.0:
+        return math.log(0.5 * math.erfc(-x * 0.7071067811865476))
+    z = 1.0 / (x * x)
+    series = 1.0 - z * (1.0 - z * (3.0 - z * (15.0 - z * (105.0 - z * 945.0))))
+    return -0.5 * x * x - math.log(-x) - 0.9189385332046728 + math.log(series)
+
+
+@register_jitable
+def entr_scalar(x):
+    """-x log x for x > 0, 0 at 0, -inf below (scipy.special.entr)."""
+    if x > 0.0:
+        return -x * math.log(x)
+    if x == 0.0:
+        return 0.0
+    return -math.inf
+
+
+def gamma(x):
+    """scipy.special.gamma."""
+    return _sc.gamma(x)
+
+
+def ndtr(x):
+    """scipy.special.ndtr."""
+    return _sc.ndtr(x)
+
+
+def log_ndtr(x):
+    """scipy.special.log_ndtr."""
+    return _sc.log_ndtr(x)
+
+
+def entr(x):
+    """scipy.special.entr."""
+    return _sc.entr(x)
+
+
 def gammaln(x):
     """scipy.special.gammaln."""
     return _sc.gammaln(x)
@@ -140,7 +187,8 @@ def float_power(x1, x2):
     return np.float_power(x1, x2)
 
 
-EXPORTS = ("gammaln", "digamma", "polygamma", "erf", "erfc", "erfinv", "float_power")
+EXPORTS = ("gammaln", "digamma", "polygamma", "erf", "erfc", "erfinv", "float_power", "gamma",
+           "ndtr", "log_ndtr", "entr")
 
 
 @register_jitable

@@ -468,6 +468,16 @@ def indexes_by_a_run_time_count(params, x, n):
     return np.sum(x)
 
 
+def appends_in_two_loops(W, xs):
+    hs = []
+    for e in range(2):
+        h = np.zeros(2)
+        for t in range(xs.shape[0]):
+            h = np.tanh(W @ h + xs[t])
+            hs.append(h)
+    return np.sum(np.stack(hs))
+
+
 def appends_to_its_argument(xs, x):
     xs.append(x)
     return np.sum(xs[-1])
@@ -476,6 +486,7 @@ def appends_to_its_argument(xs, x):
 @pytest.mark.parametrize("f, args, match", [
     (grows_in_a_branch, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
     (reads_while_growing, (np.eye(2), np.ones((3, 2))), "'hs.append\\(\\)' in a loop"),
+    (appends_in_two_loops, (np.eye(2), np.ones((3, 2))), "cannot .append\\(\\) again"),
     (indexes_by_a_run_time_count, ((np.eye(2), np.eye(2)), X2, 2), "known before the run"),
     (appends_to_its_argument, ([X2], X2), "list the caller passed in"),
 ])

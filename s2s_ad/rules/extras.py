@@ -7,6 +7,7 @@ array; the lowering of ``np.add.at(a, idx, b)`` writes it back into ``a``
 (s2s_ad/rules/library/indexing.py).
 """
 import numpy as np
+import scipy.special as sc
 
 from .. import runtime as rt
 from .internal import INTERNAL
@@ -14,7 +15,7 @@ from .linalg import batch_loop
 from .registry import _BY_OBJECT, RULES, Rule, elementwise, register
 from .scans import _scan_rank, batch_axis
 
-elementwise("np.i0", np.i0, ("x",), {"x": "rt.i1(x)"}, emit="rt.i0")
+elementwise("np.i0", np.i0, ("x",), {"x": "rt.i1(x)"}, emit="rt.i0", also=(sc.i0,))
 #: i0's derivative; its own derivative has no rule (a second derivative of i0 says so).
 INTERNAL["rt.i1"] = Rule(name="rt.i1", params=("x",), operands=("x",), emit="rt.i1",
                          nondiff=True, undiff=("x",))

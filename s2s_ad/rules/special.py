@@ -32,6 +32,15 @@ elementwise("scipy.special.erfc", sc.erfc, ("x",), {"x": f"-{_TWO_SQRT_PI} * np.
 elementwise("scipy.special.erfinv", sc.erfinv, ("x",),
             {"x": f"{_SQRT_PI_2} * np.exp(out * out)"}, emit="rt.erfinv", samples=UNIT)
 
+elementwise("scipy.special.gamma", sc.gamma, ("x",), {"x": "out * rt.digamma(x)"},
+            emit="rt.gamma", samples=POS)
+_PDF = "0.3989422804014327 * np.exp(-0.5 * x * x"         # the standard normal density
+elementwise("scipy.special.ndtr", sc.ndtr, ("x",), {"x": f"{_PDF})"}, emit="rt.ndtr")
+elementwise("scipy.special.log_ndtr", sc.log_ndtr, ("x",), {"x": f"{_PDF} - out)"},
+            emit="rt.log_ndtr")
+elementwise("scipy.special.entr", sc.entr, ("x",), {"x": "-(np.log(x) + 1.0)"},
+            emit="rt.entr", samples=POS)
+
 # -- math ---------------------------------------------------------------------------------
 _LN2 = "0.6931471805599453"
 _MATH = {

@@ -130,6 +130,12 @@ class Calls:
         if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
                 isinstance(self.env.get(func.value.id), Tup):
             return self.list_method(func, node)
+        if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
+                comprehensions.is_list(self, self.env.get(func.value.id)):
+            raise self.error(node, f"'{func.value.id}' was built by a comprehension or by a "
+                             "loop that appends to it once per iteration, so it is an array "
+                             f"of its elements here and cannot .{func.attr}() again; build "
+                             "the whole list in one loop or one comprehension")
         receiver = self.env.get(func.value.id) if isinstance(func.value, gast.Name) else None
         if func.attr in ("items", "keys", "values") and isinstance(receiver, Record) and \
                 receiver.container.cls is dict:

@@ -393,11 +393,13 @@ class Statements:
                       if _list_method(n, self.env)), None)
         if grown is not None:
             raise self.error(grown, f"'{grown.func.value.id}.{grown.func.attr}()' in a loop "
-                             "whose number of iterations is known only at run time is not "
-                             "supported (the list would change length from one iteration "
-                             "to the next); build the values with a list comprehension "
-                             "([step(t) for t in range(n)]) or fill an array "
-                             "(out = np.zeros((n, ...)); out[t] = ...)")
+                             "whose number of iterations is known only at run time is "
+                             "supported only as one .append() statement of a for loop's "
+                             "body (not inside an if or an inner loop) to a list that was "
+                             "empty before the loop and is not read in it; otherwise build "
+                             "the values with a list comprehension ([step(t) for t in "
+                             "range(n)]) or fill an array (out = np.zeros((n, ...)); "
+                             "out[t] = ...)")
 
     def stmt_While(self, node):
         self.refuse_growing_lists(node)
