@@ -613,3 +613,17 @@ def test_lists_grown_over_a_run_time_count(f, target):
 def test_a_loop_that_appends_nothing_is_an_error():
     with pytest.raises(ValueError, match="ran no iteration"):
         ad.jit(rnn_states, compile="eager")(W_RNN, np.zeros((0, 2)))
+
+
+def copies_of_lists(x):
+    layers = [x, x * 2.0]
+    frozen = tuple(layers)
+    more = list(frozen)
+    more.append(x ** 2)
+    return sum(np.sum(v) for v in more) + len(frozen) * np.sum(frozen[1])
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_tuple_and_list_of_a_list(target):
+    np.testing.assert_allclose(JITS[target](ad.grad(copies_of_lists))(X),
+                               fd_jacobian(copies_of_lists, X), rtol=1e-6, atol=1e-8)

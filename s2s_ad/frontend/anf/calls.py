@@ -180,9 +180,11 @@ class Calls:
             return self.call_static(obj, args, kwargs, node)
         if obj is slice and all(isinstance(a, Const) for a in args) and not kwargs:
             return Const(slice(*(a.value for a in args)))
-        if obj is zip and args and all(isinstance(a, Tup) for a in args) and not kwargs:
+        if obj in (tuple, list) and len(args) == 1 and _sequence(args[0]) and not kwargs:
+            return Tup(args[0].items, is_list=obj is list)   # a new tuple or list of the items
+        if obj is zip and args and all(_sequence(a) for a in args) and not kwargs:
             return Tup(tuple(Tup(items) for items in zip(*(a.items for a in args))))
-        if obj is enumerate and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
+        if obj is enumerate and len(args) == 1 and _sequence(args[0]) and not kwargs:
             return Tup(tuple(Tup((Const(i), v)) for i, v in enumerate(args[0].items)))
         if obj is len and len(args) == 1 and isinstance(args[0], Tup) and not kwargs:
             return Const(len(args[0].items))
@@ -206,6 +208,16 @@ class Calls:
             raise self.error(node, f"{_qualname(obj)}() writes into an array argument in place, "
                              f"which is not differentiated; build the new array instead (for "
                              f"example with x[idx] = v on a copy, or np.where)")
+        module = getattr(obj, "__module__", None) or ""
+        if module.split(".")[0] == "numpy" and not module.startswith("numpy.random") and \
+                all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+            try:                 # np.linspace(0, 1, 5): a constant array, its rank known
+                value = obj(*(_python_value(a) for a in args),
+                            **{k: _python_value(v) for k, v in kwargs.items()})
+            except Exception:    # noqa: BLE001  (not a constant: called at run time below)
+                value = None
+            if isinstance(value, (np.ndarray, np.generic)):
+                return self.constant(getattr(obj, "__name__", "c"), value, node)
         cname = self.bind_const(getattr(obj, "__name__", "f"), obj)
         rule = rules.unknown_rule(obj, _qualname(obj))
         rule.emit, rule.params, rule.operands = cname, tuple(f"a{i}" for i in range(len(args))), ()
@@ -336,3 +348,10 @@ class Calls:
         except (TypeError, ValueError) as exc:
             what = getattr(self.src, "library_name", fn.__name__)
             raise self.error(node, f"{what}: {exc}") from None
+
+
+def _sequence(value):
+    """A tuple, list or NamedTuple, whose items Python iterates (a dict iterates
+    its keys instead)."""
+    return isinstance(value, Tup) and not (isinstance(value, Record) and
+                                           value.container.cls is dict)

@@ -88,3 +88,29 @@ def one_axis(ndim):
     if ndim != 1:
         raise ValueError("indices with more than one dimension along an axis are not supported")
     return 0
+
+
+@static
+def gradient_axes(axis, ndim):
+    """np.gradient's axes: all (None), one, or a tuple, normalized."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(normalize(a, ndim) for a in axes)
+
+
+@static
+def gradient_spacings(varargs, count):
+    """One constant spacing per axis: none given (1.0), one for all, or one each.
+    Sample-point arrays (non-uniform spacing) are refused."""
+    varargs = tuple(v for v in varargs if v is not None)
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in varargs):
+        raise ValueError("np.gradient takes constant spacings here (numbers known before "
+                         "the run), not arrays of sample points")
+    if not varargs:
+        return (1.0,) * count
+    if len(varargs) == 1:
+        return (float(varargs[0]),) * count
+    if len(varargs) != count:
+        raise ValueError(f"np.gradient takes one spacing or {count}, got {len(varargs)}")
+    return tuple(float(v) for v in varargs)

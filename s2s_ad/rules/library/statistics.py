@@ -1,7 +1,7 @@
 """Reductions and statistics written over ruled primitives."""
 import numpy as np
 
-from ._axes import along_index, axis_index, unsupported
+from ._axes import along_index, axis_index, gradient_axes, gradient_spacings, unsupported
 from .registry import implements
 
 
@@ -86,6 +86,50 @@ def diff(a, n=1, axis=-1):
     if n > 1:
         d = np.diff(d, n - 1, axis)
     return d
+
+
+@implements(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """The trapezoid rule along ``axis``: spacing ``dx``, or the differences of
+    the sample points ``x`` (1-D, laid along ``axis``, or shaped like ``y``)."""
+    nd = np.ndim(y)
+    upper = axis_index(axis, nd, slice(1, None))
+    lower = axis_index(axis, nd, slice(None, -1))
+    pairs = y[upper] + y[lower]
+    if x is None:
+        return np.sum(pairs, axis=axis) * (0.5 * dx)
+    if np.ndim(x) == 1:
+        steps = np.diff(x)[along_index(nd, axis)]
+    else:
+        steps = np.diff(x, 1, axis)
+    return np.sum(steps * pairs, axis=axis) * 0.5
+
+
+@implements(np.gradient)
+def gradient(f, h0=None, h1=None, h2=None, h3=None, axis=None, edge_order=1):
+    """Central differences inside, one-sided ones at the two ends (``edge_order``
+    1), with a constant spacing per axis (NumPy's ``*varargs``: none, one for
+    every axis, or one each, up to four); one array per axis (a tuple when
+    there are several, as NumPy's)."""
+    _ = unsupported(edge_order=None if edge_order == 1 else edge_order)
+    nd = np.ndim(f)
+    axes = gradient_axes(axis, nd)
+    spacings = gradient_spacings((h0, h1, h2, h3), len(axes))
+    grads = []
+    for a, h in zip(axes, spacings):
+        grads.append(_gradient_along(f, a, h, nd))
+    if len(grads) == 1:
+        return grads[0]
+    return tuple(grads)
+
+
+def _gradient_along(f, axis, h, nd):
+    inner = (f[axis_index(axis, nd, slice(2, None))] -
+             f[axis_index(axis, nd, slice(None, -2))]) / (2.0 * h)
+    first = (f[axis_index(axis, nd, slice(1, 2))] - f[axis_index(axis, nd, slice(0, 1))]) / h
+    last = (f[axis_index(axis, nd, slice(-1, None))] -
+            f[axis_index(axis, nd, slice(-2, -1))]) / h
+    return np.concatenate((first, inner, last), axis=axis)
 
 
 @implements(np.logaddexp)
