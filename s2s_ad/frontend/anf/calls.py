@@ -210,6 +210,7 @@ class Calls:
                              f"example with x[idx] = v on a copy, or np.where)")
         module = getattr(obj, "__module__", None) or ""
         if module.split(".")[0] == "numpy" and not module.startswith("numpy.random") and \
+                getattr(obj, "__name__", "") not in _READS_OUTSIDE and \
                 all(_is_constant(v) for v in list(args) + list(kwargs.values())):
             try:                 # np.linspace(0, 1, 5): a constant array, its rank known
                 value = obj(*(_python_value(a) for a in args),
@@ -348,6 +349,12 @@ class Calls:
         except (TypeError, ValueError) as exc:
             what = getattr(self.src, "library_name", fn.__name__)
             raise self.error(node, f"{what}: {exc}") from None
+
+
+#: NumPy functions whose value is not theirs to compute from constants (files, clocks):
+#: called at run time, never folded while lowering.
+_READS_OUTSIDE = {"load", "loadtxt", "genfromtxt", "fromfile", "memmap", "fromregex",
+                  "frombuffer", "fromstring", "fromiter", "datetime64", "timedelta64"}
 
 
 def _sequence(value):

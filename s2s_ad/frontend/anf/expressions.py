@@ -262,7 +262,9 @@ class Expressions:
                 return folded
         if isinstance(value, Tup):
             if not (isinstance(index, Const) and isinstance(index.value, int)):
-                raise self.error(node, "a tuple can only be indexed by a constant integer")
+                raise self.error(node, "a tuple can only be indexed by a constant integer, or "
+                                 "by the variable of a for loop over it (for w in params, "
+                                 "for i in range(len(params)): unrolled)")
             if not -len(value.items) <= index.value < len(value.items):
                 raise self.error(node, f"tuple index {index.value} is out of range for a tuple "
                                  f"of {len(value.items)} values")
