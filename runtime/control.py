@@ -119,6 +119,7 @@ def _float_stack(n):
     return lambda n: np.empty(n, dtype=np.float64)
 
 
+@register_jitable
 def trip_count(start, stop, step):
     """The number of iterations of ``range(start, stop, step)``, which builds a
     list by ``.append`` (its storage is shaped after the first element): a
@@ -128,20 +129,6 @@ def trip_count(start, stop, step):
         raise ValueError("a loop that builds a list with .append ran no iteration, "
                          "so the list is empty")
     return n
-
-
-@overload(trip_count)
-def _trip_count(start, stop, step):
-    def impl(start, stop, step):
-        if step > 0:
-            n = (stop - start + step - 1) // step
-        else:
-            n = (start - stop - step - 1) // -step
-        if n <= 0:
-            raise ValueError("a loop that builds a list with .append ran no iteration, "
-                             "so the list is empty")
-        return n
-    return impl
 
 
 def stack_like(x, n):

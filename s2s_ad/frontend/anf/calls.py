@@ -30,11 +30,11 @@ from .common import (
     LocalFn,
     _atom,
     _cse_key,
+    _inside,
     _is_constant,
     _is_view,
     _python_value,
     _qualname,
-    _tuples,
     _values,
 )
 from .markers import transform_kind
@@ -87,13 +87,13 @@ class Calls:
             raise self.error(node, f"'{func.value.id}.{func.attr}()' would change a list outside "
                              "the function, a side effect its derivative cannot have; build "
                              "a local list and return what you need from it")
-        if any(old is v or any(old is t for t in _tuples(v)) for v in self.param_trees):
+        if any(old is p for p in self.param_trees) or _inside(old, self.param_trees):
             raise self.error(node, f"'{func.value.id}.{func.attr}()' would change a list the "
                              "caller passed in; build a new list (ys = xs + [v]) and return it")
         if not old.is_list or isinstance(old, Record):
             raise self.error(node, f"'{func.value.id}' is a tuple or dict here, which has no "
                              f".{func.attr}(); build a list ([...]) to grow")
-        if any(old is t for v in self.env.values() if v is not old for t in _tuples(v)):
+        if _inside(old, [v for v in self.env.values() if v is not old]):
             raise self.error(node, f"'{func.value.id}' is also held in a tuple, list or dict, "
                              f"which would see the change; call .{func.attr}() before putting "
                              "it there")
@@ -127,24 +127,24 @@ class Calls:
         return transform_kind(obj) if ok else None
 
     def method(self, func, node):
-        if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
-                isinstance(self.env.get(func.value.id), Tup):
+        receiver = self.env.get(func.value.id) if isinstance(func.value, gast.Name) else None
+        if func.attr in LIST_METHODS and isinstance(receiver, Tup):
             return self.list_method(func, node)
-        if func.attr in LIST_METHODS and isinstance(func.value, gast.Name) and \
-                comprehensions.is_list(self, self.env.get(func.value.id)):
+        if func.attr in LIST_METHODS and comprehensions.is_list(self, receiver):
             raise self.error(node, f"'{func.value.id}' was built by a comprehension or by a "
                              "loop that appends to it once per iteration, so it is an array "
                              f"of its elements here and cannot .{func.attr}() again; build "
                              "the whole list in one loop or one comprehension")
-        receiver = self.env.get(func.value.id) if isinstance(func.value, gast.Name) else None
         if func.attr in ("items", "keys", "values") and isinstance(receiver, Record) and \
                 receiver.container.cls is dict:
             if node.args or node.keywords:
                 raise self.error(node, f"dict.{func.attr}() takes no arguments")
             keys = receiver.keys_in_order()
-            value = {"keys": lambda k: Const(k), "values": receiver.item,
-                     "items": lambda k: Tup((Const(k), receiver.item(k)))}[func.attr]
-            return Tup(tuple(value(k) for k in keys))
+            if func.attr == "keys":
+                return Tup(tuple(Const(k) for k in keys))
+            if func.attr == "values":
+                return Tup(tuple(receiver.item(k) for k in keys))
+            return Tup(tuple(Tup((Const(k), receiver.item(k))) for k in keys))
         name = rules.METHODS.get(func.attr)
         if name is None and func.attr in library.METHODS:
             args = [self.expr(a) for a in node.args]

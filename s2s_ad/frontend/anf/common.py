@@ -15,7 +15,6 @@ from ...errors import UnsupportedSyntaxError
 from ...ir import (
     Const,
     If,
-    Record,
     Slice,
     Tup,
     Var,
@@ -196,18 +195,16 @@ def _leaves(value):
     return [] if isinstance(value, LocalFn) else [value]
 
 
-def _records(value):
-    """The dicts and NamedTuples held inside a lowered value (not itself)."""
-    if not isinstance(value, Tup):
-        return []
-    return [r for v in value.items for r in ([v] if isinstance(v, Record) else []) + _records(v)]
-
-
 def _tuples(value):
     """The tuples, lists, dicts and NamedTuples held inside a lowered value (not itself)."""
     if not isinstance(value, Tup):
         return []
     return [t for v in value.items for t in ([v] if isinstance(v, Tup) else []) + _tuples(v)]
+
+
+def _inside(value, holders):
+    """Whether the list or dict ``value`` is held inside one of ``holders``."""
+    return any(value is t for h in holders for t in _tuples(h))
 
 
 LIST_METHODS = ("append", "extend", "pop")

@@ -27,12 +27,11 @@ from . import markers
 from .common import (
     LocalFn,
     _element_stores,
+    _inside,
     _leaves,
     _list_method,
-    _records,
     _replace,
     _stored_names,
-    _tuples,
     _values,
 )
 
@@ -326,8 +325,8 @@ class Statements:
             return None
         name, position = found[0]
         held = self.env[name]
-        if held.items or name not in self.src.locals or any(
-                held is v for p in self.param_trees for v in [p] + _tuples(p)):
+        if held.items or name not in self.src.locals or \
+                any(held is p for p in self.param_trees) or _inside(held, self.param_trees):
             return None
         reads = [n for st in node.body for n in gast.walk(st)
                  if isinstance(n, gast.Name) and n.id == name]
@@ -463,11 +462,11 @@ class Statements:
         key = self.index(target.slice)
         if not (isinstance(key, Const) and isinstance(key.value, str)):
             raise self.error(target, "a dict can only be written under a constant string key")
-        if any(old is v for p in self.param_trees for v in [p] + _records(p)):
+        if any(old is p for p in self.param_trees) or _inside(old, self.param_trees):
             raise self.error(target, "writing into a dict argument is not supported (the "
                              "caller's dict would change); build a new dict with the items "
                              "you need")
-        if any(old is r for v in self.env.values() if v is not old for r in _records(v)):
+        if _inside(old, [v for v in self.env.values() if v is not old]):
             raise self.error(target, "this dict is also held in a tuple, list or dict, which "
                              "would see the write; write into the dict before putting it there")
         items = dict(zip(old.container.keys, old.items))
