@@ -95,12 +95,14 @@ from .plumbing import (
     like,
     reshape_like,
     unbroadcast,
+    writable,
     zeros_like,
 )
 from .reductions import (
     add_minmax_grad,
     amax,
     amin,
+    broadcast_total,
     mean,
     mean_grad,
     mean_grad_kept,
@@ -118,8 +120,10 @@ from .shapes import index_grad, ndim, split_grad, squeeze, stack_grad, transpose
 
 __all__ = [  # noqa: RUF022 - grouped by topic
     "unbroadcast", "broadcast_like", "zeros_like", "like", "reshape_like", "astype",
+    "writable",
     "sum", "sum_squares", "mean", "prod", "amax", "amin",
     "sum_grad", "mean_grad", "sum_grad_kept", "mean_grad_kept", "times_kept", "prod_grad",
+    "broadcast_total",
     "minmax_grad",
     "add_minmax_grad",
     "dot", "matmul", "inner",

@@ -114,6 +114,13 @@ def _unbroadcast(g, x):
                         {"_ones_dot": kernels.ones_dot, "_dot_ones": kernels.dot_ones})
 
 
+@overload(plumbing.writable)
+def _writable(b):
+    if isinstance(b, types.Array) and b.mutable:
+        return lambda b: b
+    return lambda b: np.copy(b)
+
+
 @overload(plumbing.zeros_like, prefer_literal=True)
 def _zeros_like(x):
     if not is_scalar(x):

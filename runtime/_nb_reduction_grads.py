@@ -113,6 +113,15 @@ _register(reductions.sum_grad_kept, mean=False, kept=True)
 _register(reductions.mean_grad_kept, mean=True, kept=True)
 
 
+@overload(reductions.broadcast_total)
+def _broadcast_total(g, a):
+    if is_scalar(a):
+        return _scalar_impl(g, a, "g, a")
+    dt = dtype_src(grad_dtype(a))
+    value = "g" if is_scalar(g) else "g[()]"
+    return compile_impl(f"def impl(g, a):\n    return {dt}({value}) * {dt}(a.size)")
+
+
 @overload(reductions.times_kept)
 def _times_kept(g, p, temporary=False):
     if not (isinstance(g, types.Array) and isinstance(p, types.Array)

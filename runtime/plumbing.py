@@ -108,6 +108,16 @@ def like(b, x):
     return b if b.dtype == x.dtype and b.flags.writeable else b.astype(x.dtype)
 
 
+def writable(b):
+    """Cotangent ``b`` where it may be updated in place: ``b`` itself, or a
+    copy of it when it is read-only (an adjoint that may be
+    :func:`~s2s_ad.runtime.sum_grad`'s broadcast view; compiled, that is a
+    new array and nothing is copied)."""
+    if isinstance(b, np.ndarray) and b.flags.writeable:
+        return b
+    return np.copy(b)
+
+
 def astype(a, dtype):
     """``a.astype(dtype)``, for arrays and for scalars (a NumPy scalar of ``dtype``)."""
     if is_array(a):

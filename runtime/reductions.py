@@ -56,6 +56,17 @@ def sum_grad(g, a, axis=None, keepdims=False):
     return broadcast_view(np.asarray(g, grad_dtype(a)), a.shape, norm_axes(axis, a.ndim))
 
 
+def broadcast_total(g, a):
+    """``np.sum(sum_grad(g, a))`` for a number ``g``, with no array: ``g``
+    times a's element count, in a's float dtype (a scalar of a's type for
+    scalar ``a``).  The cotangent of a scalar added to ``a`` in ``np.sum(a +
+    s)``."""
+    if not is_array(a):
+        return scalar_like(g, a)
+    dt = grad_dtype(a)
+    return dt.type(g) * dt.type(a.size)
+
+
 def mean_grad(g, a, axis=None, keepdims=False):
     """Adjoint of mean: g / count broadcast back to a.shape (a read-only view)."""
     if not is_array(a):

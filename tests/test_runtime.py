@@ -253,6 +253,29 @@ def test_scalar_reduction_inputs():
         assert grad == g
 
 
+@pytest.mark.parametrize("shape, dtype", [((), np.float64), ((3,), np.float32),
+                                          ((2, 3), np.float64), ((2, 3, 4), np.int64)])
+def test_broadcast_total_is_the_sum_of_sum_grad(shape, dtype):
+    a = rand(shape, dtype) if shape else dtype(0.5)
+    total = both("broadcast_total", 0.75, a)
+    want = np.sum(rt.sum_grad(0.75, a))
+    assert np.result_type(total) == np.result_type(want)
+    np.testing.assert_allclose(total, want, **tol(np.result_type(want)))
+
+
+def test_writable_copies_only_what_is_read_only():
+    view = rt.sum_grad(2.0, rand((3, 2)))           # NumPy: a read-only broadcast
+    made = rt.writable(view)
+    assert made.flags.writeable and not np.shares_memory(made, view)
+    np.testing.assert_array_equal(made, view)
+    owned = rand((4,))
+    assert rt.writable(owned) is owned
+    # compiled, sum_grad makes a new array: writable passes it on (same values)
+    got, _ = run_nb(["g = rt.sum_grad(p0, p1)", "w = rt.writable(g)",
+                     "w[0, 0] += 1.0", "return g[0, 0], w[0, 0]"], 2.0, rand((3, 2)))
+    assert got == (3.0, 3.0)
+
+
 def fd_grad(f, a, g, h=1e-6):
     """Central finite-difference vector-Jacobian product of f at a."""
     res = np.zeros_like(a)

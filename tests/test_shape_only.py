@@ -33,7 +33,7 @@ al = load_program(HERE / "programs" / "array_loops.py")
 
 #: Compiled witnesses too (seconds of Numba each) for the program with saves
 #: both kept and dropped; tests/test_array_loops.py compiles the stencils.
-COMPILED = {"product_stencil"}
+COMPILED = {"product_stencil", "shifted_sums", "written_after_the_sum"}
 
 
 @pytest.mark.parametrize("name", sorted(so.CASES))
@@ -104,6 +104,20 @@ def test_broadcasting_slices_keep_their_unbroadcast():
     assert "rt.unbroadcast(" in code
     code = _code(_source(so, "from_the_end"))    # a[-3:] and b[1:4]: equal only when long
     assert "rt.unbroadcast(" in code
+
+
+def test_broadcast_sums_are_counted_not_summed():
+    # np.sum(a + s): the cotangent of s is the broadcast value times a.size, and
+    # the cotangent written into element by element is made writable (a copy
+    # only of NumPy's read-only broadcast), not copied
+    code = _code(_source(al, "trace_then_shift"))
+    assert "rt.broadcast_total(" in code and "np.sum(" not in code, code
+    assert "rt.writable(ba)" in code and "np.copy(" not in code, code
+    code = _code(_source(so, "shifted_sums"))
+    assert code.count("rt.broadcast_total(") == 2 and "a * 2.0" not in code, code
+    # written into before it is summed: summed
+    code = _code(_source(so, "written_after_the_sum"))
+    assert "rt.broadcast_total(" not in code and "np.sum(" in code, code
 
 
 def test_value_reads_leave_out_shape_arguments():

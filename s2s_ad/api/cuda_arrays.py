@@ -92,7 +92,7 @@ def _parts(node):
     what = _dotted(node)
     if what and what.startswith("np.") and what[3:] in ELEMENTWISE and not node.keywords:
         return list(node.args)
-    if what in ("np.copy", "rt.snapshot") and len(node.args) == 1:
+    if what in ("np.copy", "rt.snapshot", "rt.writable") and len(node.args) == 1:
         return [node.args[0]]
     if what == "rt.times_kept" and len(node.args) >= 2:
         return node.args[:2]
@@ -149,8 +149,8 @@ def element(node, k, shapes):
         return ast.BinOp(element(node.left, k, shapes), node.op, element(node.right, k, shapes))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return ast.UnaryOp(node.op, element(node.operand, k, shapes))
-    if what in ("np.copy", "rt.snapshot", "rt.unbroadcast", "rt.like", "rt.sum_grad",
-                "rt.sum_grad_kept"):
+    if what in ("np.copy", "rt.snapshot", "rt.writable", "rt.unbroadcast", "rt.like",
+                "rt.sum_grad", "rt.sum_grad_kept"):
         return element(node.args[0], k, shapes)
     if what == "rt.times_kept":
         return ast.BinOp(element(node.args[0], k, shapes), ast.Mult(),

@@ -22,6 +22,16 @@ class Adjoints:
     When the adjoint whose array ``bx`` shares is no longer read
     (:meth:`release`), ``bx`` becomes owned if it was the only one sharing
     it: ``bx = bx + c`` becomes ``bx += c``.
+
+    Ownership has a middle state, :data:`VIEW`: the array is no other
+    adjoint's, but it may be a read-only broadcast (``rt.sum_grad``'s in
+    NumPy; compiled, a new array).  An element update then makes it owned
+    with ``bx = rt.writable(bx)``, a copy only where it is read-only.
+
+    A cotangent that is one value broadcast (``bt = rt.sum_grad(1.0, t)``)
+    is remembered while it is unchanged, so that summing it
+    (``np.sum(bt)``, the cotangent of a scalar added to ``t``) is its value
+    times the element count (``rt.broadcast_total``), not a pass over it.
     """
 
     def __init__(self, names, writer, named):
@@ -31,14 +41,16 @@ class Adjoints:
         self.vars = {}
         self._named = named  # primal name -> adjoint name, stable across passes
         self.stale = {}     # primal name -> its forgotten adjoint (see drop)
+        self.uniform = {}   # adjoint name -> (sum_grad call, where it was printed)
 
     def get(self, var):
         entry = self.vars.get(var)
         return entry[0] if entry else None
 
     def owned(self, var):
+        """True, :data:`VIEW` or False (see the class)."""
         entry = self.vars.get(var)
-        return bool(entry and entry[1])
+        return entry[1] if entry else False
 
     def name_of(self, var):
         if var not in self._named:
@@ -48,12 +60,14 @@ class Adjoints:
     def bind(self, var, adj_name, owned=False):
         self.vars[var] = [adj_name, owned, frozenset()]
         self._named.setdefault(var, adj_name)
+        self.uniform.pop(adj_name, None)
 
     def drop(self, var):
         """Forget ``bx``: the next contribution starts it afresh."""
         entry = self.vars.pop(var, None)
         if entry is not None:
             self.stale[var] = entry[0]
+            self.uniform.pop(entry[0], None)
 
     def release(self, var, was_owned):
         """``bvar`` is read no more: its array passes to the one adjoint sharing it.
@@ -66,7 +80,7 @@ class Adjoints:
             return
         sharing = [e for e in self.vars.values() if entry[0] in e[2]]
         if len(sharing) == 1 and sharing[0][2] == {entry[0]}:
-            sharing[0][1], sharing[0][2] = True, frozenset()
+            sharing[0][1], sharing[0][2] = was_owned, frozenset()
 
     def add(self, var, expr, fresh=None):
         """Add the contribution ``expr`` to ``bvar``.
@@ -77,13 +91,14 @@ class Adjoints:
         stops being owned, since two names now share its array.  A read-only
         view (:data:`_VIEWS`) is never owned, nor is an adjoint sharing it.
         """
+        expr = self._total(expr)
         view = _called(expr) in _VIEWS
         sources = set() if fresh else _sources(expr.args[0] if view else expr)
         for entry in self.vars.values():
             if entry[0] in sources:
                 entry[1] = False
         if view:
-            fresh, sources = False, set()
+            fresh, sources = VIEW, set()
         if fresh is None:
             fresh = not sources
         entry = self.vars.get(var)
@@ -91,11 +106,42 @@ class Adjoints:
             adj = self.name_of(var)
             self.vars[var] = [adj, fresh, frozenset(sources)]
             self.w.node(assign(adj, expr))
-        elif entry[1]:
+            if _uniform(expr):
+                self.uniform[adj] = (expr, self.w, len(self.w.nodes), len(self.w.lines))
+            return
+        self.uniform.pop(entry[0], None)
+        if entry[1] is True:
             self.w.node(_accumulate(entry[0], expr))
         else:
             entry[1], entry[2] = True, frozenset()
             self.w.node(assign(entry[0], _plus(codegen.name(entry[0]), expr)))
+
+    def _total(self, expr):
+        """``expr``, or for ``np.sum(bt)`` of an unchanged uniform cotangent
+        ``bt = rt.sum_grad(g, t)`` (see the class) ``rt.broadcast_total(g, t)``
+        (negated for ``-np.sum(bt)``)."""
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            total = self._total(expr.operand)
+            return expr if total is expr.operand else ast.UnaryOp(ast.USub(), total)
+        if not (_called(expr) == RULES["np.sum"].name and len(expr.args) == 1
+                and not expr.keywords and isinstance(expr.args[0], ast.Name)):
+            return expr
+        found = self.uniform.get(expr.args[0].id)
+        if found is None:
+            return expr
+        made, writer, nodes, lines = found
+        # Printed in this block, and nothing it reads rebound since.
+        if writer is not self.w or any(
+                len(line) - len(line.lstrip(" ")) < 4 * writer.indent
+                for line in writer.lines[lines:] if line.strip()):
+            return expr
+        read = codegen.names_in(made) | {expr.args[0].id}
+        for node in self.w.nodes[nodes:]:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) \
+                        and sub.id in read:
+                    return expr
+        return call("rt.broadcast_total", *copy.deepcopy(made.args[:2]))
 
     def state(self):
         """Which adjoints own their arrays, and with whom they may share them."""
@@ -108,7 +154,7 @@ class Adjoints:
         for var, entry in self.vars.items():
             ends = [p[var] for p in paths if var in p]
             if ends:
-                entry[1] = entry[1] and all(owned for owned, _ in ends)
+                entry[1] = min([entry[1]] + [owned for owned, _ in ends], key=_OWNERSHIP.index)
                 entry[2] = entry[2].union(*(sharing for _, sharing in ends))
 
     def prepare(self, var, inplace, from_primal=False):
@@ -124,9 +170,11 @@ class Adjoints:
             # keeps the primal value (and its stack) out of the adjoint sweep.
             like = var if from_primal else self.stale.get(var, var)
             self.w.node(assign(adj, call("rt.zeros_like", codegen.name(like))))
-        elif inplace and not entry[1]:
+        elif inplace and entry[1] is not True:
+            copier = "rt.writable" if entry[1] is VIEW else RULES["np.copy"].name
             entry[1], entry[2] = True, frozenset()
-            self.w.node(assign(entry[0], call(RULES["np.copy"].name, codegen.name(entry[0]))))
+            self.uniform.pop(entry[0], None)
+            self.w.node(assign(entry[0], call(copier, codegen.name(entry[0]))))
 
     def add_at(self, var, index, expr, scatter=False, view=False):
         """``bvar[index] += expr``; ``scatter`` when an index array may repeat;
@@ -154,6 +202,22 @@ _ACCUMULATING = {"rt.minmax_grad": "rt.add_minmax_grad"}
 
 #: Helpers whose result may be a read-only view (a broadcast, see the runtime).
 _VIEWS = {"rt.sum_grad", "rt.mean_grad"}
+
+#: The middle state of an adjoint's ownership (see :class:`Adjoints`), and
+#: the three states from least to most owned.
+VIEW = "view"
+_OWNERSHIP = [False, VIEW, True]
+
+
+def _uniform(expr):
+    """Whether ``expr`` is ``rt.sum_grad(g, t)`` of the whole of ``t``: the
+    value ``g`` (a number, or the cotangent of the sum: a scalar) in every
+    element."""
+    return _called(expr) == "rt.sum_grad" and len(expr.args) >= 2 and \
+        isinstance(expr.args[0], (ast.Constant, ast.Name)) and \
+        isinstance(expr.args[1], ast.Name) and \
+        all(isinstance(a, ast.Constant) and a.value in (None, False)
+            for a in expr.args[2:]) and not expr.keywords
 
 
 def _called(expr):

@@ -64,6 +64,33 @@ def from_the_end(a, b):
     return s + np.sum(b * b)
 
 
+def shifted_sums(a, s):
+    """Sums of an array plus a scalar: the scalar's cotangent is the sum of a
+    broadcast value (times the element count), and ``2.0 * a`` is computed
+    for its shape alone (``a`` has it)."""
+    trace = s * 1.0
+    for i in range(a.shape[0]):
+        trace += np.tanh(a[i, i])
+    return 3.0 * np.sum(a * 2.0 + trace) - np.sum(a - trace) + np.mean(a + s)
+
+
+def written_after_the_sum(a, s):
+    """The sum's cotangent is written into (the element set to a constant has
+    none) before the scalar's cotangent sums it: no element-count shortcut."""
+    t = a + s
+    t[0, 1] = 2.0
+    t[1:, 0] = 0.5
+    return np.sum(t) * s
+
+
+def shifted_in_a_loop(x, w):
+    """The broadcast-sum cotangent inside a loop's adjoint."""
+    acc = 0.0
+    for k in range(w.shape[0]):
+        acc += np.sum(x * w[k] + acc) * 0.5
+    return acc
+
+
 def _r(rng, *shape):
     return rng.uniform(0.1, 1.0, size=shape)
 
@@ -75,6 +102,9 @@ CASES = {
     "broadcast_corner": (broadcast_corner, lambda r: (_r(r, 6), _r(r, 6)), (0, 1)),
     "rows_of_a_matrix": (rows_of_a_matrix, lambda r: (_r(r, 4, 5),), 0),
     "from_the_end": (from_the_end, lambda r: (_r(r, 5), _r(r, 6)), (0, 1)),
+    "shifted_sums": (shifted_sums, lambda r: (_r(r, 4, 4), 0.3), (0, 1)),
+    "written_after_the_sum": (written_after_the_sum, lambda r: (_r(r, 3, 4), 0.7), (0, 1)),
+    "shifted_in_a_loop": (shifted_in_a_loop, lambda r: (_r(r, 5), _r(r, 3)), (0, 1)),
 }
 
 

@@ -82,7 +82,8 @@ def _shifted_same_shape(fn, known, act):
 
     ``np.sum(a + trace)``'s adjoint then takes its shape from ``a``, and the
     gradient no longer computes the full-size ``a + trace``, whose only use
-    is the sum (see Rule.shape_only in rev_prim).
+    is the sum (see Rule.shape_only in rev_prim).  Chains follow through:
+    ``np.sum(2.0 * a + s)`` takes its shape from ``a``.
     """
     out = {}
     for s in walk(fn.body):
@@ -94,7 +95,7 @@ def _shifted_same_shape(fn, known, act):
         scalars = [a for a in s.args if isinstance(a, Const) or (
             isinstance(a, Var) and known.get(a.name) == 0)]
         if rank and len(arrays) == 1 and len(scalars) == 1 and act.is_active(arrays[0]):
-            out[s.targets[0]] = arrays[0].name
+            out[s.targets[0]] = out.get(arrays[0].name, arrays[0].name)
     return out
 
 

@@ -27,6 +27,7 @@ from ...rules import RULES
 from ...rules.registry import parse_template
 from .common import _scalar_code, blocks_of
 from .peepholes import _times_kept, _unary_partial
+from .shape_only import SHAPE_ARGS
 
 
 class Statements:
@@ -105,12 +106,26 @@ class Statements:
                             # function reads it anyway (np.sum(np.square(Lx))
                             # keeps Lx, not Lx squared too).
                             env = dict(env, a=codegen.name(self.same_shape[arg.name]))
-                        self.adj.add(arg.name, instantiate(template, env))
+                        self.adj.add(arg.name, self._shapes_from_operands(
+                            instantiate(template, env)))
         if target in self.carried:
             self.adj.drop(target)
         elif g is not None and not self._depth:
             # Straight-line code defines ``target`` once: its adjoint is read no more.
             self.adj.release(target, was_owned)
+
+    def _shapes_from_operands(self, expr):
+        """``expr`` with each value read for its shape alone (see
+        shape_only.SHAPE_ARGS) that an operand shaped like it stands for
+        (``self.same_shape``: ``2.0 * a`` for ``a``) replaced by the operand,
+        so that the value need not be kept (``rt.unbroadcast(g, a)``)."""
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call):
+                for k in SHAPE_ARGS.get(ast.unparse(node.func), ()):
+                    if k < len(node.args) and isinstance(node.args[k], ast.Name) and \
+                            node.args[k].id in self.same_shape:
+                        node.args[k] = codegen.name(self.same_shape[node.args[k].id])
+        return expr
 
     def _index_array(self, index):
         """Whether an index may hold an integer array (so positions can repeat)."""
