@@ -16,12 +16,19 @@ nest one element at a time the slow one.
 Each is a plain NumPy function and, through ``numba.extending.overload``,
 the same inside ``numba.njit`` (where the rank is known at compile time, so
 the index arithmetic is what a hand-written nest would do).
+
+A nest that adds one value into several shifted slices of one array (a
+stencil's adjoint: ``bB[:-2, 1:-1] += c``, ``bB[1:-1, :-2] += c``, ...)
+stores the value once in a zero-padded buffer instead (``gather_buffer``),
+and ``gather_add`` then adds to every element of the array what reaches it
+from each slice, one pass with no store-to-load chain from one element to
+the next (which keeps LLVM from vectorising the scatter).
 """
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-EXPORTS = ("at3", "put3", "shape3", "fusable", "apart")
+EXPORTS = ("at3", "put3", "shape3", "fusable", "apart", "gather_buffer", "gather_add")
 
 
 def _index(x, i, j, k):
@@ -195,3 +202,94 @@ def _apart(a, b):
         lo_b, hi_b = _extent(pb, b.shape, b.strides, b.itemsize)
         return hi_a <= lo_b or hi_b <= lo_a
     return impl
+
+
+def gather_buffer(window, spans):
+    """(a zero array of ``window``'s shape grown by ``spans[a]`` at both ends of
+    each axis ``a`` (axes past ``len(spans)`` not grown), the view of its
+    interior: ``window``'s shape)."""
+    pads = tuple(spans) + (0,) * (window.ndim - len(spans))
+    full = np.zeros(tuple(n + 2 * p for n, p in zip(window.shape, pads)), window.dtype)
+    return full, full[tuple(slice(p, p + n) for n, p in zip(window.shape, pads))]
+
+
+def gather_add(root, lo, spans, buffer, shifts):
+    """``root[lo + q] += sum_w buffer[q + shifts[w]]`` over the box of ``root``
+    the slices cover: ``q`` from 0 to ``buffer.shape - spans`` along each
+    axis.  A slice starting ``d`` past ``lo`` along an axis (``d <= spans``)
+    has ``shifts = spans - d`` there, so the buffer is read where that
+    slice's value for the element was stored, and its zero padding stands
+    for the elements the slice does not reach.  ``lo``, ``spans`` and each
+    of ``shifts`` name the first axes; later axes have no offset."""
+    r = root.ndim
+    lo, spans = _axes(lo, r), _axes(spans, r)
+    box = tuple(n - p for n, p in zip(buffer.shape, spans))
+    target = root[tuple(slice(a, a + m) for a, m in zip(lo, box))]
+    for shift in shifts:
+        target += buffer[tuple(slice(a, a + m) for a, m in zip(_axes(shift, r), box))]
+
+
+def _axes(t, ndim):
+    return tuple(t) + (0,) * (ndim - len(t))
+
+
+def _gather_buffer_src(ndim, s):
+    """Source of gather_buffer: the buffer is allocated empty and only its
+    padding zeroed (the nest writes every element of the interior), one
+    slab at each end of each padded axis."""
+    shape = ", ".join(f"window.shape[{a}] + 2 * spans[{a}]" if a < s else f"window.shape[{a}]"
+                      for a in range(ndim))
+    inner = ", ".join(f"spans[{a}]:spans[{a}] + window.shape[{a}]" if a < s else ":"
+                      for a in range(ndim))
+    lines = ["def impl(window, spans):",
+             f"    full = np.empty(({shape},), window.dtype)"]
+    for a in range(s):
+        lead = ":, " * a
+        lines += [f"    full[{lead}:spans[{a}]] = 0",
+                  f"    full[{lead}spans[{a}] + window.shape[{a}]:] = 0"]
+    lines.append(f"    return full, full[{inner}]")
+    return "\n".join(lines) + "\n"
+
+
+@overload(gather_buffer)
+def _gather_buffer(window, spans):
+    if not isinstance(window, types.Array) or not isinstance(spans, types.BaseTuple) \
+            or len(spans) > window.ndim:
+        return None
+    scope = {"np": np}
+    exec(_gather_buffer_src(window.ndim, len(spans)), scope)      # noqa: S102
+    return scope["impl"]
+
+
+def _gather_add_src(ndim, s, k):
+    """Source of gather_add for a root of ``ndim`` axes, offsets along its first
+    ``s`` and ``k`` slices: one loop nest, each element of the root
+    read-modified-written once.  Indices and offsets are unsigned, so that no
+    index is checked for being negative (Numba wraps negative indices round)
+    and LLVM vectorises the inner loop: measured, as fast as a hand-written
+    nest with constant offsets, where signed offsets were 3.5x slower."""
+    lines = ["def impl(root, lo, spans, buffer, shifts):"]
+    for w in range(k):
+        lines += [f"    a{w}_{a} = np.uint64(shifts[{w}][{a}])" for a in range(s)]
+    lines += [f"    m{a} = np.uint64(buffer.shape[{a}]" + (f" - spans[{a}])" if a < s else ")")
+              for a in range(ndim)]
+    lines += [f"    l{a} = np.uint64(lo[{a}])" for a in range(s)]
+    at = ", ".join(f"l{a} + q{a}" if a < s else f"q{a}" for a in range(ndim))
+    terms = " + ".join(
+        "buffer[{}]".format(", ".join(f"q{a} + a{w}_{a}" if a < s else f"q{a}"
+                                      for a in range(ndim))) for w in range(k))
+    for a in range(ndim):
+        lines.append("    " * (a + 1) + f"for q{a} in range(m{a}):")
+    lines.append("    " * (ndim + 1) + f"root[{at}] += {terms}")
+    return "\n".join(lines) + "\n"
+
+
+@overload(gather_add)
+def _gather_add(root, lo, spans, buffer, shifts):
+    if not (isinstance(root, types.Array) and isinstance(buffer, types.Array)
+            and isinstance(lo, types.BaseTuple) and 1 <= len(lo) <= root.ndim
+            and isinstance(shifts, types.BaseTuple)):
+        return None
+    scope = {"np": np}
+    exec(_gather_add_src(root.ndim, len(lo), len(shifts)), scope)     # noqa: S102
+    return scope["impl"]

@@ -9,6 +9,7 @@ source for what is fused and what is not, and the runtime helpers of the
 guard.
 """
 import pathlib
+import re
 
 import numba
 import numpy as np
@@ -92,11 +93,47 @@ def test_overlap_only_known_at_run_time_is_checked_by_the_guard():
 def test_heat_adjoint_writes_one_array_and_adds_into_the_other():
     fn, make, argnums = al.CASES["heat_3d_sum"]
     src = _jit_source(fn, make(np.random.default_rng(0)), argnums)
-    nests = src.split("# the statements below as one loop nest")[1:]
+    nests = [n.split("else:")[0] for n in src.split("# the statements below as one loop nest")[1:]]
     # B's write: its adjoint zeroes the written region and adds into the five
-    # slices of A it read, in one nest (A's write, three adds of one scaled
-    # cotangent, stays statements: see test_adds_into_shifted_slices...)
-    assert max(n.split("else:")[0].count("rt.put3(") for n in nests) == 6
+    # slices of A it read, in one nest: three different values (the stencil's
+    # weights differ), so scattered, not gathered (A's write, three adds of
+    # one scaled cotangent, is gathered: see test_one_value_added_into...)
+    assert max(n.count("rt.put3(") for n in nests) == 6, nests
+    scattered = [n for n in nests if n.count("rt.put3(") == 6]
+    assert "rt.gather_add(" not in scattered[0]
+
+
+_GATHERED = ("def f(g, b, c):\n    t = g[1:-1, 1:-1] * 0.5\n    u = t\n"
+             "    rt.add_into(b[2:, 1:-1], t)\n    rt.add_into(b[1:-1, 1:-1], u)\n"
+             "    rt.add_into(b[:-2, 2:], t)\n    rt.add_into(b[1:-1, :-2], u)\n"
+             "    rt.add_into(b[:-2, 1:-1], t)\n    c[1:-1, 1:-1] += 3.0 * u\n")
+
+
+def test_one_value_added_into_shifted_slices_is_gathered_and_agrees_with_numpy():
+    fused = fuse_source(_GATHERED)
+    # b is only added into, one value (t and its copy u) through five slices of
+    # it starting at constants: stored once, then gathered into b; c, written
+    # through one slice, keeps its add in the nest
+    assert fused.count("rt.gather_buffer(") == 1 and fused.count("rt.gather_add(") == 1
+    assert re.search(r"rt\.gather_add\(b, \(0, 0\), \(2, 2\), _gz\d+, \(\(0, 1\), \(1, 1\), "
+                     r"\(2, 0\), \(1, 2\), \(2, 1\)\)\)", fused), fused
+    assert "rt.put3(c, " not in fused and re.search(r"rt\.put3\(_fv\d+, ", fused), fused
+    scope = {"rt": rt, "np": np}
+    exec(fused, scope)          # noqa: S102 - plain Python runs the statements (NumPy)
+    compiled = numba.njit(cache=False)(scope["f"])
+    rng = np.random.default_rng(1)
+    for shape in ((6, 7), (5, 9)):
+        g, b, c = (rng.uniform(-1, 1, shape) for _ in range(3))
+        want_b, want_c, got_b, got_c = b.copy(), c.copy(), b.copy(), c.copy()
+        scope["f"](g, want_b, want_c)
+        compiled(g, got_b, got_c)
+        np.testing.assert_allclose(got_b, want_b, rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(got_c, want_c, rtol=1e-13, atol=1e-14)
+    # a slice starting from the end (b[-5:-1]) has no constant offset, and two
+    # different values would need two buffers: scattered
+    for other in (_GATHERED.replace("b[1:-1, :-2]", "b[-5:-1, :-2]"),
+                  _GATHERED.replace("u = t\n", "u = -t\n")):
+        assert "rt.gather_add(" not in fuse_source(other) and "rt.put3(" in fuse_source(other)
 
 
 def test_fuse_source_leaves_unfused_code_as_it_was():
@@ -177,9 +214,12 @@ def test_a_decorated_function_keeps_one_decorator():
 
 
 def test_adds_into_shifted_slices_are_fused_only_with_enough_work():
-    few = ("def f(g, b):\n    t = g[1:-1] * 0.5\n    rt.add_into(b[2:], t)\n"
-           "    rt.add_into(b[1:-1], t)\n    rt.add_into(b[:-2], t)\n")
+    few = ("def f(g, b):\n    t = g[1:-1] * 0.5\n    u = -t\n    rt.add_into(b[2:], t)\n"
+           "    rt.add_into(b[1:-1], u)\n    rt.add_into(b[:-2], t)\n")
     assert fuse_source(few) == few          # three vectorised adds beat one chained nest
+    # one value into all three: gathered, no chain, so fused with few passes too
+    one = few.replace("u = -t", "u = t")
+    assert "rt.gather_add(b, (0,), (2,), " in fuse_source(one)
     many = ("def f(g, b):\n    t = g[1:-1] * 0.5\n    u = -t\n    v = u * 2.0\n    w = v + t\n"
             "    rt.add_into(b[2:], t)\n    rt.add_into(b[1:-1], w)\n    rt.add_into(b[:-2], u)\n"
             "    rt.add_into(b[1:], v)\n")
