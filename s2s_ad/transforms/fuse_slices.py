@@ -260,6 +260,7 @@ class _Run:
         # adds into slices: (index in body, root, key, the slice's name, the
         # value added, the alias group of that value or None); see _gathers
         self.adds = []
+        self.starts = {}          # (root, key) of a slice of a root itself -> see _starts
 
     # -- collecting --------------------------------------------------------------
 
@@ -403,6 +404,8 @@ class _Run:
                 return None
             root, key = self.views.get(base, (base, ()))
             key = key + (ast.unparse(node.slice),)
+            if len(key) == 1:
+                self.starts.setdefault((root, key), _starts(node.slice))
             same = [v for v, rk in self.views.items() if rk == (root, key)]
             if (root, key) not in self.operands and same:
                 self.operands[(root, key)] = same[0]      # a view of the block already
@@ -503,7 +506,7 @@ class _Run:
         for root, keys in self.access.items():
             if len(keys) < 2 or set().union(*keys.values()) != {"add"}:
                 continue
-            starts = {key: _starts(key) for key in keys}
+            starts = {key: self.starts.get((root, key)) for key in keys}
             if any(v is None for v in starts.values()) or \
                     len({len(v) for v in starts.values()}) != 1:
                 continue
@@ -614,14 +617,10 @@ def _ints(values):
     return ast.Tuple([ast.Constant(v) for v in values], ast.Load())
 
 
-def _starts(key):
-    """The start of each axis of a slice of a root itself (``key``: one index,
-    as printed) when every part is a slice starting at a constant >= 0 with
-    no step, at most three; else None."""
-    if len(key) != 1:
-        return None
-    text = key[0][1:-1] if key[0].startswith("(") and key[0].endswith(")") else key[0]
-    index = ast.parse(f"x[{text}]", mode="eval").body.slice
+def _starts(index):
+    """The start of each axis of the slice ``index`` of a root itself, when
+    every part is a slice starting at a constant >= 0 with no step, at most
+    three; else None."""
     parts = index.elts if isinstance(index, ast.Tuple) else [index]
     starts = []
     for p in parts:
