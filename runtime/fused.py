@@ -28,6 +28,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
+from ._nbutil import compile_impl
+
 EXPORTS = ("at3", "put3", "shape3", "fusable", "apart", "gather_buffer", "gather_add")
 
 
@@ -256,9 +258,7 @@ def _gather_buffer(window, spans):
     if not isinstance(window, types.Array) or not isinstance(spans, types.BaseTuple) \
             or len(spans) > window.ndim:
         return None
-    scope = {"np": np}
-    exec(_gather_buffer_src(window.ndim, len(spans)), scope)      # noqa: S102
-    return scope["impl"]
+    return compile_impl(_gather_buffer_src(window.ndim, len(spans)))
 
 
 def _gather_add_src(ndim, s, k):
@@ -290,6 +290,4 @@ def _gather_add(root, lo, spans, buffer, shifts):
             and isinstance(lo, types.BaseTuple) and 1 <= len(lo) <= root.ndim
             and isinstance(shifts, types.BaseTuple)):
         return None
-    scope = {"np": np}
-    exec(_gather_add_src(root.ndim, len(lo), len(shifts)), scope)     # noqa: S102
-    return scope["impl"]
+    return compile_impl(_gather_add_src(root.ndim, len(lo), len(shifts)))
