@@ -387,7 +387,7 @@ class _Run:
         self.writes += 1
         idx = self.index()
         if mode == "add":
-            (root, key), = [rk for rk, n in self.operands.items() if n == operand][:1]
+            root, key = next(rk for rk, n in self.operands.items() if n == operand)
             group = self.defined.get(value.id) if isinstance(value, ast.Name) else None
             self.adds.append((len(self.body), root, key, operand, got[0], group))
             got = (ast.BinOp(self.at(operand), ast.Add(), got[0]), True)

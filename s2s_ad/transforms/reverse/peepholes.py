@@ -82,7 +82,7 @@ def _shifted_same_shape(fn, known, act):
 
     ``np.sum(a + trace)``'s adjoint then takes its shape from ``a``, and the
     gradient no longer computes the full-size ``a + trace``, whose only use
-    is the sum (see Rule.shape_only in rev_prim).  Chains follow through:
+    is the sum (see Statements._shapes_from_operands).  Chains follow through:
     ``np.sum(2.0 * a + s)`` takes its shape from ``a``.
     """
     out = {}

@@ -99,13 +99,6 @@ class Statements:
                             # first, a vector-matrix product instead of a
                             # matrix product.
                             template = parse_template(s.rule.row_sum_vjp[param])
-                        if param in s.rule.shape_only and arg.name in self.same_shape:
-                            # The reduction's adjoint reads its operand for the
-                            # shape alone: the operand of the elementwise function
-                            # that made it has that shape, and the adjoint of that
-                            # function reads it anyway (np.sum(np.square(Lx))
-                            # keeps Lx, not Lx squared too).
-                            env = dict(env, a=codegen.name(self.same_shape[arg.name]))
                         self.adj.add(arg.name, self._shapes_from_operands(
                             instantiate(template, env)))
         if target in self.carried:
@@ -118,13 +111,19 @@ class Statements:
         """``expr`` with each value read for its shape alone (see
         shape_only.SHAPE_ARGS) that an operand shaped like it stands for
         (``self.same_shape``: ``2.0 * a`` for ``a``) replaced by the operand,
-        so that the value need not be kept (``rt.unbroadcast(g, a)``)."""
+        so that the value need not be kept (``rt.unbroadcast(g, a)``).  A
+        reduction's adjoint (``rt.sum_grad(g, t)``) reads its operand so: for
+        ``np.sum(np.square(Lx))`` the adjoint of the square reads ``Lx``
+        anyway, so ``Lx`` is kept, not ``Lx`` squared too."""
         for node in ast.walk(expr):
             if isinstance(node, ast.Call):
                 for k in SHAPE_ARGS.get(ast.unparse(node.func), ()):
-                    if k < len(node.args) and isinstance(node.args[k], ast.Name) and \
-                            node.args[k].id in self.same_shape:
-                        node.args[k] = codegen.name(self.same_shape[node.args[k].id])
+                    if k < len(node.args) and isinstance(node.args[k], ast.Name):
+                        name, seen = node.args[k].id, set()
+                        while name in self.same_shape and name not in seen:
+                            seen.add(name)                   # S * S -> S, 2.0 * A -> A
+                            name = self.same_shape[name]
+                        node.args[k] = codegen.name(name)
         return expr
 
     def _index_array(self, index):
