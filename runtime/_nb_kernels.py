@@ -21,7 +21,7 @@ import os
 import numba
 import numpy as np
 
-from . import elementwise
+from . import _nb_link, elementwise
 from .elementwise import SIMD_MIN
 
 _OPTIONS = {"fastmath": False, "error_model": "python"}
@@ -29,9 +29,20 @@ _OPTIONS = {"fastmath": False, "error_model": "python"}
 
 def _kernel(fn):
     try:
-        return numba.njit(cache=True, **_OPTIONS)(fn)
+        kernel = numba.njit(cache=True, **_OPTIONS)(fn)
     except RuntimeError:        # no cache folder Numba can write: compiled per process
         return numba.njit(**_OPTIONS)(fn)
+    _by_level(kernel)
+    return _nb_link.register(kernel, ("kernels", fn.__name__))
+
+
+def _by_level(kernel):
+    """Key ``kernel``'s cache entries by LLVM's optimisation level too: Numba's
+    cache does not tell levels apart, so a process compiling at -O0 (the test
+    suite) would leave entries that every later process loads."""
+    index_key = kernel._cache._index_key
+    kernel._cache._index_key = lambda sig, codegen: index_key(sig, codegen) + (
+        int(numba.config.OPT),)
 
 
 @_kernel

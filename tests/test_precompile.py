@@ -200,8 +200,12 @@ def test_the_kernel_cache_files_are_numbas_entries_of_the_runtime_kernels():
     assert os.path.join(folder, index) in files
     assert any(f.startswith(os.path.join(folder, index[:-len(".nbi")] + ".")) and
                f.endswith(".nbc") for f in files)
-    # and the generated implementations' files (runtime/_nb_cached.py)
-    assert all(os.path.basename(f).startswith(("_nb_kernels.", "rt_")) for f in files)
+    # and the generated implementations' files (runtime/_nb_cached.py), and the
+    # records of how to load each kernel overload (runtime/_nb_link.py)
+    assert all(os.path.basename(f).startswith(("_nb_kernels.", "rt_"))
+               or (os.path.basename(os.path.dirname(f)) == "links" and f.endswith(".pkl"))
+               for f in files)
+    assert any(f.endswith(".pkl") for f in files)
 
 
 # -- bad input --------------------------------------------------------------------------
