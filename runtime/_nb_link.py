@@ -178,6 +178,9 @@ _compile_core = dispatcher._FunctionCompiler._compile_core
 _STATE = threading.local()
 _finalize_final_module = codegen.CPUCodeLibrary._finalize_final_module
 _load_overload = caching.Cache.load_overload
+_serialize = codegen.CPUCodeLibrary.serialize_using_object_code
+#: Appended to the name of a library saved with declared calls of kernels.
+_CALLS_KERNELS = " [calls s2s_ad kernels]"
 
 
 def _patched_add_overload(self, cres):
@@ -228,10 +231,20 @@ def _patched_finalize(self):
     return _finalize(self)
 
 
+def _patched_serialize(self):
+    name, kind, data = _serialize(self)
+    if getattr(self, "_s2s_kernels", ()):
+        name += _CALLS_KERNELS  # what tells a loading process to look
+    return name, kind, data
+
+
 def _patched_finalize_final_module(self):
     # A library read from Numba's cache (its object code and the bitcode for
-    # linking are set; nothing is in the engine yet): its kernels first.
-    if getattr(self, "_compiled_object", None) is not None \
+    # linking are set; nothing is in the engine yet) that calls kernels: its
+    # kernels first.  (Libraries without the mark are not scanned: a look at
+    # every function costs a warm first call 5-10 ms.)
+    if self.name.endswith(_CALLS_KERNELS) \
+            and getattr(self, "_compiled_object", None) is not None \
             and getattr(self, "_shared_module", None) is not None:
         with _LOCK:
             _load_callees(self)
@@ -258,6 +271,7 @@ def patch():
     dispatcher._FunctionCompiler._compile_core = _patched_compile_core
     codegen.CPUCodeLibrary._finalize_final_module = _patched_finalize_final_module
     caching.Cache.load_overload = _patched_load_overload
+    codegen.CPUCodeLibrary.serialize_using_object_code = _patched_serialize
     return True
 
 

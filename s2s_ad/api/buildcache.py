@@ -140,9 +140,12 @@ def _package_hash():
         roots = [Path(__file__).resolve().parents[1], Path(runtime.__file__).resolve().parent]
         for root in roots:
             h.update(str(root).encode())
-            for path in sorted(root.rglob("*.py")):
-                if "__pycache__" in path.relative_to(root).parts:
-                    continue
+            files = []
+            for folder, subfolders, names in os.walk(root):
+                # not walked at all: hundreds of kernels pile up there with use
+                subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+                files += [Path(folder, name) for name in names if name.endswith(".py")]
+            for path in sorted(files):
                 info = path.stat()
                 h.update(f"{path.relative_to(root)} {info.st_size} {info.st_mtime_ns}\n"
                          .encode())
