@@ -245,3 +245,5 @@ def _dispatcher(path, name, options):
 
 
 _register_package()
+_nb_link.LOCATORS["generated"] = lambda name, options: load_kernel(name, dict(options))
+_nb_link.FOLDER = folder

@@ -140,6 +140,14 @@ def _transcendental(name):
 TRANSCENDENTAL = {name: _transcendental(name) for name in elementwise.TRANSCENDENTAL}
 
 
+def _locate(name):
+    """The kernel named ``name`` (how runtime/_nb_link.py finds it)."""
+    return TRANSCENDENTAL.get(name) or globals().get(name)
+
+
+_nb_link.LOCATORS["kernels"] = _locate
+
+
 def cache_files():
     """The files of these kernels in Numba's disk cache (one ``.nbi`` index
     per kernel, one ``.nbc`` file per compiled argument types; those of an

@@ -51,6 +51,11 @@ _SYMBOLS = {}
 #: The folder of the kernels' load records, inside runtime/_nb_cached.folder().
 SUBFOLDER = "links"
 _LOCK = threading.RLock()
+#: Kind of spec -> the function finding the kernel a spec names (set by the
+#: kernels' modules, runtime/_nb_kernels.py and runtime/_nb_cached.py).
+LOCATORS = {}
+#: The folder of the generated kernels, or None (set by runtime/_nb_cached.py).
+FOLDER = lambda: None   # noqa: E731
 #: The package of the generated kernels' modules (runtime/_nb_cached.py).
 GENERATED = "s2s_ad_runtime_generated"
 
@@ -80,22 +85,15 @@ def register(kernel, spec):
 
 
 def locate(spec):
-    """The kernel dispatcher ``spec`` names (None where it is gone)."""
+    """The kernel dispatcher ``spec`` names (None where it is gone), found by
+    the function its module gave :data:`LOCATORS` for the spec's kind."""
     kind, *rest = spec
-    if kind == "kernels":
-        from . import _nb_kernels as kernels
-        name, = rest
-        return kernels.TRANSCENDENTAL.get(name) or getattr(kernels, name, None)
-    if kind == "generated":
-        from . import _nb_cached
-        name, options = rest
-        return _nb_cached.load_kernel(name, dict(options))
-    return None
+    find = LOCATORS.get(kind)
+    return None if find is None else find(*rest)
 
 
 def _folder():
-    from . import _nb_cached
-    where = _nb_cached.folder()
+    where = FOLDER()
     return None if where is None else where / SUBFOLDER
 
 
