@@ -347,6 +347,43 @@ def test_repeat_calls_of_a_compiled_jacfwd_follow_new_values():
         np.testing.assert_allclose(got, np.diag(1 - np.tanh(x) ** 2), rtol=1e-13, atol=1e-15)
 
 
+def _compile_threads_started(monkeypatch):
+    """The names of the threads started from now on."""
+    names = []
+    start = threading.Thread.start
+
+    def recording(thread):
+        names.append(thread.name)
+        return start(thread)
+    monkeypatch.setattr(threading.Thread, "start", recording)
+    return names
+
+
+def test_a_jacobians_first_call_compiles_only_its_own_function(monkeypatch):
+    """jacrev's rows and the Hessian's columns need the output's shape from
+    the primal, run by NumPy: no compile of a primal nothing runs compiled
+    (it would share the CPU and the interpreter lock with the first call)."""
+    names = _compile_threads_started(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 7)
+    jac = ad.jit(ad.jacrev(P.tanh_vec), compile="tiered")
+    np.testing.assert_allclose(jac(x), np.diag(1 - np.tanh(x) ** 2), rtol=1e-13, atol=1e-15)
+    assert names == ["s2s_ad compile vjp_rows_tanh_vec"]
+    for name in names:
+        next(t for t in threading.enumerate() if t.name == name).join()
+    np.testing.assert_allclose(jac(2 * x), np.diag(1 - np.tanh(2 * x) ** 2), rtol=1e-13,
+                               atol=1e-15)
+    names.clear()
+    w = np.linspace(0.5, 1.5, 7)
+    hess = ad.jit(ad.hessian(P.loss), compile="tiered")
+    h = hess(x, w)
+    assert not any(name == "s2s_ad compile loss" for name in names), names
+    t = np.tanh(x * w)
+    want = np.diag(2 * w ** 2 * (1 - t ** 2) * (1 - 3 * t ** 2))   # d2/dx2 sum(tanh(xw)^2)
+    np.testing.assert_allclose(h, ad.jit(ad.hessian(P.loss), compile="eager")(x, w),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(h, want, rtol=1e-10, atol=1e-12)
+
+
 # -- ad.jit(ad.vmap(...)): NumPy while the per-sample loop compiles --------------------
 
 def _td_grads(theta, s):

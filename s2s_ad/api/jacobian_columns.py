@@ -13,6 +13,7 @@ from .jacobian_common import (
     _is_float_tree,
     _leaf_key,
     _mapped,
+    _output_like,
     _scalarize,
     _unit_basis,
     _with_units,
@@ -94,8 +95,13 @@ class Columns:
             t = _as_transformed(inner.fun)
             if t.kind != "primal":
                 return None
-            out = t(*args)
-            if pytree.flatten(out)[1] is not None or np.ndim(out) != 0:
+            key = ("scalar output",) + tuple(_leaf_key(leaf) for a in args
+                                             for leaf in pytree.flatten(a)[0])
+            scalar = self._plans.get(key)
+            if scalar is None:
+                out = _output_like(t, args)
+                scalar = self._plans[key] = pytree.flatten(out)[1] is None and np.ndim(out) == 0
+            if not scalar:
                 return None
             # The Hessian of a scalar function: one Hessian-vector product
             # (gradient of the directional derivative) per unit tangent.

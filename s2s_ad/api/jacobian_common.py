@@ -34,6 +34,17 @@ def _leaf_key(leaf):
     return (type(leaf), np.shape(leaf), getattr(leaf, "dtype", None))
 
 
+def _output_like(t, args):
+    """``t(*args)``, for the structure and shapes of the output only: run by
+    the NumPy backend when ``t`` is compiled, so that a Jacobian's first call
+    does not start compiling a primal it never runs compiled (its own
+    generated function computes the output), which on a 2-core machine
+    shares the CPU and the interpreter lock with that first call."""
+    if t.target == "cpu":
+        t = t.derived(target="python", options={})
+    return t(*args)
+
+
 def _direction(basis, arg, k):
     """Unit tangent ``k`` of ``_unit_basis`` (zeros past the last) for ``arg``."""
     leaves, tree = pytree.flatten(basis)

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir import pytree
 from .arguments import fast_key
-from .jacobian_common import _chunks, _leaf_key, _mapped, _scalarize, _unit_basis
+from .jacobian_common import _chunks, _leaf_key, _mapped, _output_like, _scalarize, _unit_basis
 
 
 def _call_rows(plan, args):
@@ -60,7 +60,7 @@ class Rows:
                                      for leaf in pytree.flatten(a)[0])
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._rows_plan(t, args, nums, t(*args))
+            plan = self._plans[key] = self._rows_plan(t, args, nums, _output_like(t, args))
         out, grads = _call_rows(plan, args)
         if [np.shape(x) for x in pytree.flatten(out)[0]] != plan[3]:
             plan = self._plans[key] = self._rows_plan(t, args, nums, out)
