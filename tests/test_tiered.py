@@ -412,6 +412,39 @@ def test_a_vmap_call_during_compilation_returns_the_right_answer():
     assert "while numba.njit compiles the per-example function and this loop" in ad.source(f)
 
 
+def _td_loss_here(theta, s):
+    v = np.dot(theta, s)
+    return 0.5 * v * v
+
+
+def test_a_vmap_first_call_starts_its_compile_once_it_has_the_numpy_answer(monkeypatch):
+    """The compile's typing would share the interpreter lock with the NumPy
+    answer: it starts after the answer (hessian_dense's first result 129 ->
+    75 ms, docs/compile_time.md §2)."""
+    twin = vmap_tiered._twin
+    seen = []
+
+    def answering(batched):
+        run = twin(batched)
+
+        def call(*args):
+            seen.append([job.thread.ident for job in batched._tiered.values()])
+            return run(*args)
+        return call
+    monkeypatch.setattr(vmap_tiered, "_twin", answering)
+    # (its own function: nothing compiled for it by another test of this process)
+    f = ad.jit(ad.vmap(ad.grad(_td_loss_here), in_axes=(None, 0)), compile="tiered")
+    theta = np.array([0.2, -0.2, 0.1])
+    s = np.random.default_rng(5).normal(size=(4, 3))
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    assert seen == [[None]]                         # not started while NumPy answered
+    (job,) = f._tiered.values()
+    job.wait()
+    assert job.error is None and job.done
+    np.testing.assert_allclose(f(theta, s), _td_grads(theta, s), rtol=1e-13)
+    assert f._plans                                 # the compiled loop ran
+
+
 def test_a_failed_vmap_compile_raises_from_the_next_call(monkeypatch):
     from s2s_ad.api import vmap_loop
 

@@ -43,6 +43,7 @@ def numpy_answer(batched, args, moved, axes, size, treedefs, disk=True):
         return None
     parallel = batched._parallel(size)
     key = _layout(batched, moved, axes, size)
+    new_job = None
     with _STARTING:
         job = started = batched._tiered.get(key)
         if job is None and how != "numpy" and disk:
@@ -65,9 +66,12 @@ def numpy_answer(batched, args, moved, axes, size, treedefs, disk=True):
             # The first example, as a view: the same array types as this
             # call's, so the compiled code is the code the next call runs.
             sample = [x[:1] if a is not None else x for x, a in zip(moved, axes)]
-            job = batched._tiered[key] = tiers.Background(
+            # Started once this call has its answer: the compile's typing
+            # would share the interpreter lock with the NumPy answer.
+            job = new_job = batched._tiered[key] = tiers.Background(
                 f"s2s_ad compile vmap of {getattr(fun, '__qualname__', 'f')}",
-                lambda: batched._compiled((), sample, axes, 1, treedefs, parallel=parallel))
+                lambda: batched._compiled((), sample, axes, 1, treedefs, parallel=parallel),
+                start=False)
             batched.tier_note = ("plain NumPy (vmap of the same transform on the NumPy "
                                  "backend) while numba.njit compiles the per-example function "
                                  "and this loop in the background, then the compiled loop"
@@ -79,7 +83,11 @@ def numpy_answer(batched, args, moved, axes, size, treedefs, disk=True):
         if job.error is not None:
             raise job.error
         return None
-    result = _twin(batched)(*args)
+    try:
+        result = _twin(batched)(*args)
+    finally:
+        if new_job is not None:
+            new_job.start()
     leaves, tree = pytree.flatten(result)
     return [np.asarray(x) for x in leaves], tree
 

@@ -287,12 +287,25 @@ class Background:
     meanwhile waits, and the disk cache is filled), waited for by a fork,
     its error kept (``error``) for the caller to raise."""
 
-    def __init__(self, name, work):
+    def __init__(self, name, work, start=True):
         self.error = None
         self.done = False
         self.thread = threading.Thread(target=self._run, args=(work,), name=name)
-        _RUNNING.add(self.thread)
-        self.thread.start()
+        self._started = threading.Event()
+        self._starting = threading.Lock()
+        if start:
+            self.start()
+
+    def start(self):
+        """Start the thread (once; ``start=False`` at creation leaves it to
+        the caller, e.g. until a NumPy answer that would share the
+        interpreter lock with it is computed)."""
+        with self._starting:
+            if self._started.is_set():
+                return
+            _RUNNING.add(self.thread)
+            self.thread.start()
+            self._started.set()
 
     def _run(self, work):
         try:
@@ -305,6 +318,7 @@ class Background:
             _RUNNING.discard(threading.current_thread())
 
     def wait(self):
+        self._started.wait()
         self.thread.join()
 
 
