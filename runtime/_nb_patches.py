@@ -132,8 +132,8 @@ def ufunc_loops(context, builder, sig, args, ufunc, kernel_class):
     def loop_nest(load):
         with cgutils.loop_nest(builder, loop_shape, intp=context.get_value_type(types.intp),
                                order=order) as indices:
-            values = [load(i, indices) if i in arrays else i.load_data(indices)
-                      for i in inputs]
+            values = [load(i, indices) if isinstance(i, npyimpl._ArrayHelper)
+                      else i.load_data(indices) for i in inputs]
             results = npyimpl._unpack_output_values(ufunc, builder, kernel.generate(*values))
             for value, output in zip(results, outputs):
                 output.store_data(indices, value)
