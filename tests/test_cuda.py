@@ -338,3 +338,33 @@ def test_under_simulator():
                           cwd=Path(__file__).parent.parent)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "failed" not in proc.stdout and " passed" in proc.stdout
+
+
+# -- numba-cuda on NumPy 2.5 ------------------------------------------------------------
+def test_numba_cuda_loads_its_array_overloads_without_numpys_row_stack():
+    """numba-cuda 0.30 registers an overload of np.row_stack at its first compile;
+    NumPy 2.5 has no row_stack (every kernel failed to compile on a GPU machine
+    with numpy 2.5.2).  s2s_ad loads that module with the alias lent for the import
+    and leaves NumPy as it was."""
+    import importlib.util
+    try:
+        found = importlib.util.find_spec("numba.cuda.np.arrayobj") is not None
+    except ImportError:
+        found = False
+    if not found:
+        pytest.skip("a numba without numba-cuda's array overloads")
+    code = ("import sys\n"
+            "import numpy as np\n"
+            "from s2s_ad.api.cuda import numba_cuda\n"
+            "assert 'numba.cuda.np.arrayobj' not in sys.modules\n"
+            "if hasattr(np, 'row_stack'):\n"
+            "    del np.row_stack                 # as NumPy 2.5 has it\n"
+            "cuda = numba_cuda()\n"
+            "assert 'numba.cuda.np.arrayobj' in sys.modules\n"
+            "assert not hasattr(np, 'row_stack')\n"
+            "assert hasattr(sys.modules['numba.cuda.np.arrayobj'], 'impl_np_vstack')\n"
+            "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).parent.parent)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

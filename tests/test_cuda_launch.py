@@ -42,13 +42,16 @@ def test_block_size_follows_registers_and_shared_memory():
 
 
 class _Kernel:
-    def __init__(self, regs, shared):
-        self.regs, self.shared, self.args = regs, shared, None
+    def __init__(self, regs, shared, limit=None):
+        self.regs, self.shared, self.limit, self.args = regs, shared, limit, None
 
     def specialize(self, *args):
         self.args = args
-        return types.SimpleNamespace(get_regs_per_thread=lambda: self.regs,
-                                     get_shared_mem_per_block=lambda: self.shared)
+        special = types.SimpleNamespace(get_regs_per_thread=lambda: self.regs,
+                                        get_shared_mem_per_block=lambda: self.shared)
+        if self.limit is not None:
+            special.get_max_threads_per_block = lambda: self.limit
+        return special
 
 
 def test_choose_from_the_kernels_own_use_and_fallback():
@@ -57,6 +60,22 @@ def test_choose_from_the_kernels_own_use_and_fallback():
     assert threads == 512 and kernel.args == (1, 2) and special.get_regs_per_thread() == 32
     simulated_kernel = types.SimpleNamespace(specialize=lambda *a: simulated_kernel)
     assert choose(simulated_kernel, (), None) == (simulated_kernel, cuda_launch.FALLBACK)
+
+
+def test_the_block_stays_within_the_drivers_limit_for_the_kernel():
+    # Seen on an H200: kernels of 84-88 registers per thread; by the occupancy
+    # arithmetic their best block is 736 threads, the driver's limit is 640 and
+    # a launch of 736 failed (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+    assert block_size(86, 0, H100) == 736
+    assert block_size(86, 0, H100, limit=640) == 32      # 23 blocks of a warp per SM
+    for regs in (84, 86, 88):
+        _, threads = choose(_Kernel(regs, 0, limit=640), (), H100)
+        assert threads <= 640 and threads % 32 == 0
+    _, threads = choose(_Kernel(40, 0, limit=1024), (), H100)
+    assert threads == block_size(40, 0, H100)              # a limit that does not bind
+    # nothing launchable by the arithmetic: the fallback, within the driver's limit
+    _, threads = choose(_Kernel(32, 60000, limit=96), (), H100)
+    assert threads == 96
 
 
 @pytest.mark.skipif(not simulated(), reason="runs under the simulator "

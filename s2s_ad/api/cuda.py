@@ -57,7 +57,28 @@ def numba_cuda():
         from numba import cuda
     except ImportError as error:         # pragma: no cover  (numba without CUDA)
         raise ImportError(_INSTALL) from error
+    if not simulated():
+        _load_array_registry()
     return cuda
+
+
+def _load_array_registry():
+    """Import numba-cuda's array overloads before its first compile does.
+
+    numba-cuda (0.30.4 at least) registers an overload of ``np.row_stack`` when
+    that module is imported, at the first kernel compile; NumPy 2.5 removed the
+    alias, so every compile failed with "module 'numpy' has no attribute
+    'row_stack'" (seen on a GPU machine with numpy 2.5.2).  The alias is lent
+    for that one import and taken back, so NumPy is left as it was."""
+    if hasattr(np, "row_stack"):
+        return
+    np.row_stack = np.vstack
+    try:
+        import numba.cuda.np.arrayobj  # noqa: F401
+    except ImportError:                  # pragma: no cover  (a numba-cuda without it)
+        pass
+    finally:
+        del np.row_stack
 
 
 def usable_cuda():

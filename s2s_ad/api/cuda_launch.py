@@ -58,12 +58,15 @@ def occupancy(threads, regs, shared, device):
     return blocks * warps * warp / sm_threads
 
 
-def block_size(regs, shared, device):
+def block_size(regs, shared, device, limit=None):
     """Threads per block for a kernel of ``regs`` registers per thread and
     ``shared`` bytes of static shared memory per block (see the module
-    docstring); None when no block size can launch it."""
+    docstring), at most ``limit`` (the driver's largest block for the kernel,
+    where known); None when no block size can launch it."""
     warp = _attr(device, "WARP_SIZE", 32)
     largest = _attr(device, "MAX_THREADS_PER_BLOCK", 1024)
+    if limit is not None:
+        largest = min(largest, limit)
     sizes = range(warp, largest + 1, warp)
     rated = [(occupancy(t, regs, shared, device), t) for t in sizes]
     best = max(o for o, _ in rated)
@@ -76,11 +79,26 @@ def block_size(regs, shared, device):
 def choose(kernel, args, device):
     """(the kernel specialised for ``args``, threads per block): from its
     register and shared-memory use on ``device`` where Numba reports them,
-    else (the kernel, :data:`FALLBACK`)."""
+    else (the kernel, :data:`FALLBACK`).
+
+    The block never exceeds the driver's largest block for the kernel
+    (``CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK``, "beyond which a launch of the
+    function would fail"): the arithmetic above is the occupancy calculator's,
+    but the driver reserves more.  On an H200, kernels of 84-88 registers per
+    thread reach their best occupancy by that arithmetic with blocks of 736
+    threads; the driver's limit for them is 640, and blocks of 736 failed with
+    CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES."""
     try:
         special = kernel.specialize(*args)
         regs = int(special.get_regs_per_thread())
         shared = int(special.get_shared_mem_per_block())
     except (AttributeError, NotImplementedError, TypeError):
         return kernel, FALLBACK            # the simulator, or an older Numba
-    return special, block_size(regs, shared, device) or FALLBACK
+    try:
+        limit = int(special.get_max_threads_per_block())
+    except (AttributeError, NotImplementedError, TypeError):
+        limit = None                       # a numba-cuda that does not report it
+    threads = block_size(regs, shared, device, limit)
+    if threads is None:
+        threads = FALLBACK if limit is None else min(FALLBACK, limit)
+    return special, threads
