@@ -23,7 +23,10 @@
      parameter sets): ``jit(vmap(grad))`` and ``jit(vmap(jacfwd))``.
 
    Times are medians of ``--repeat`` calls after a first (compiling) call,
-   whose time is reported apart.  Writes a Markdown table (``--md``) and the
+   whose time is reported apart.  s2s_ad's kernels are also timed alone
+   (the launches of one call run again between two CUDA events): the rest
+   of a call is host work (allocations, transfers, Python).  Writes a
+   Markdown table (``--md``) and the
    rows as JSON (``--json``), and says which targets were met: s2s_ad at
    least as fast as the fastest of JAX and torch.func, and within 2x of the
    hand-written kernel for TD(0).
@@ -146,6 +149,51 @@ def _blocks(fun):
     return [k.block for k in getattr(inner, "_kernels", {}).values() if hasattr(k, "block")]
 
 
+class _Launches:
+    """The kernel launches made while it is active (dispatcher, grid, block,
+    stream, arguments), to time the kernels alone: numba-cuda's launch
+    configuration is wrapped; under the simulator, or a numba-cuda without
+    that class, nothing is recorded."""
+
+    def __enter__(self):
+        self.recorded = []
+        try:
+            from numba.cuda.dispatcher import _LaunchConfiguration as config
+        except ImportError:
+            self.config = None
+            return self
+        self.config, self.original = config, config.__call__
+        recorded, original = self.recorded, self.original
+
+        def call(launch, *args):
+            recorded.append((launch.dispatcher, launch.griddim, launch.blockdim,
+                             launch.stream, args))
+            return original(launch, *args)
+        config.__call__ = call
+        return self
+
+    def __exit__(self, *exc):
+        if self.config is not None:
+            self.config.__call__ = self.original
+
+    def kernel_time(self, repeat):
+        """Median seconds of the recorded launches run again back to back,
+        between two CUDA events (None when nothing was recorded)."""
+        from numba import cuda
+        if not self.recorded:
+            return None
+        times = []
+        for _ in range(repeat):
+            start, end = cuda.event(), cuda.event()
+            start.record()
+            for dispatcher, grid, block, stream, args in self.recorded:
+                dispatcher[grid, block, stream](*args)
+            end.record()
+            end.synchronize()
+            times.append(cuda.event_elapsed_time(start, end) / 1e3)
+        return statistics.median(times)
+
+
 def _median_time(call, sync, repeat):
     times = []
     for _ in range(repeat):
@@ -189,6 +237,12 @@ def measure(wl, dry, dtype, repeat):
     row["impls"]["s2s_ad"] = {"first_s": first, "median_s": _median_time(
         lambda: fun(*device), cuda.synchronize, repeat), "agrees": True, "max_rel_err": 0.0,
         "threads_per_block": _blocks(fun)}
+    if not dry:                 # the kernels alone: the rest of a call is host work
+        with _Launches() as launches:
+            fun(*device)
+            cuda.synchronize()
+        row["impls"]["s2s_ad"]["kernels_s"] = launches.kernel_time(repeat)
+        row["impls"]["s2s_ad"]["launches"] = len(launches.recorded)
     for name, peer in wl["peers"].items():
         if peer is None:
             row["impls"][name] = {"skipped": "not installed"}
@@ -233,14 +287,16 @@ def table(rows, dry):
         if entry.get("agrees") is False:
             return f"DIFFERS ({entry['max_rel_err']:.1e})"
         return "n/a"
-    lines = ["| workload | s2s_ad (ms) | JAX jit(vmap) (ms) | torch.func vmap (ms) | "
-             "hand numba.cuda (ms) | s2s_ad first call (s) | targets |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| workload | s2s_ad (ms) | s2s_ad kernels alone (ms) | JAX jit(vmap) (ms) | "
+             "torch.func vmap (ms) | hand numba.cuda (ms) | s2s_ad first call (s) | targets |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         impls = r["impls"]
         met = "; ".join(f"{text}: {'met' if ok else 'missed' if ok is False else 'n/a'}"
                         for text, ok in targets(r, dry))
+        kernels = impls["s2s_ad"].get("kernels_s")
         lines.append(f"| {r['workload']} | {cell(impls['s2s_ad'])} | "
+                     f"{'n/a' if kernels is None else f'{1e3 * kernels:.2f}'} | "
                      f"{cell(impls.get('jax', {}))} | {cell(impls.get('torch', {}))} | "
                      f"{cell(impls.get('hand', {})) if 'hand' in impls else '-'} | "
                      f"{impls['s2s_ad']['first_s']:.2f} | {met} |")
