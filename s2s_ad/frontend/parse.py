@@ -178,13 +178,20 @@ class FunctionSource:
 
     def _check_signature(self):
         args = self.node.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        # s2s_ad's own NumPy implementations (s2s_ad/rules/library) may take
+        # ``*arrays`` and keyword-only options, as NumPy's functions do: the call
+        # binds them (``call_library``: the ``*`` parameter is a tuple)
+        library = self.fn.__module__.startswith("s2s_ad.rules.library")
+        if args.kwarg or args.posonlyargs or (
+                (args.vararg or args.kwonlyargs) and not library):
             raise self.error(self.node, "only plain positional parameters are supported "
                              "(no *args, **kwargs, keyword-only or positional-only parameters)")
 
     @property
     def param_names(self):
-        return [a.id for a in self.node.args.args]
+        args = self.node.args
+        return ([a.id for a in args.args] + ([args.vararg.id] if args.vararg else [])
+                + [a.id for a in args.kwonlyargs])
 
     @property
     def defaults(self):

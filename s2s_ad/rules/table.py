@@ -54,7 +54,6 @@ UNSUPPORTED = {
     # commonly used array functions
     "np.vander": _CUSTOM,
     "np.linspace": _BOOLEAN,
-    "np.meshgrid": "returns a list: build the grids with np.reshape and broadcasting",
     "np.all": _BOOLEAN, "np.any": _BOOLEAN, "np.count_nonzero": _BOOLEAN,
     "np.isclose": _BOOLEAN, "np.allclose": _BOOLEAN, "np.array_equal": _BOOLEAN,
     "np.digitize": _BOOLEAN,

@@ -86,6 +86,17 @@ def stacks(x):
         np.sum(np.hstack((v, v)) ** 2)
 
 
+def grids(x):
+    """np.meshgrid: two and three arrays, both indexings, sparse grids, a scalar and a
+    2-D array (flattened)."""
+    a, b = np.meshgrid(x[0], x[1, :3])
+    c, d, e = np.meshgrid(x[2, :2], x[0, 1:], x[1, 0], indexing="ij")
+    s, t = np.meshgrid(x[0], x[1], sparse=True)
+    (g,) = np.meshgrid(x[:2, :2])
+    return np.sum(a * b ** 2, axis=0) + np.sum(c * d + np.sin(e) * c) + \
+        np.sum(s * t, axis=1) + g ** 3
+
+
 def atleasts(x):
     return np.sum(np.atleast_2d(x[0]) ** 2) + np.sum(np.atleast_1d(x[0, 0]) ** 3)
 
@@ -181,7 +192,7 @@ def jit_cases(x):
     """The sum of tests/test_library.py's JIT cases (one compiled function)."""
     return np.sum(np.sin(std_keep(x))) + np.sum(np.sin(nan_stats(x) * 1.1)) + \
         np.sum(np.sin(stacks(x) * 1.2)) + np.sum(np.sin(lse(x) * 1.3)) + \
-        np.sum(np.sin(elementwise(x) * 1.4))
+        np.sum(np.sin(elementwise(x) * 1.4)) + np.sum(np.sin(grids(x) * 1.5))
 
 
 def numeric_cases(x):

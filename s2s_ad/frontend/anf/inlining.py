@@ -14,6 +14,7 @@ from ...ir import (
     Call,
     Const,
     Prim,
+    Tup,
     Var,
     tree_of,
     walk,
@@ -185,8 +186,11 @@ class Inlining:
                              f"{', '.join(impl.signature.parameters)})") from None
         values = []
         for p, param in impl.signature.parameters.items():
-            values.append(bound.arguments[p] if p in bound.arguments
-                          else self.constant(p, param.default, node))
+            if param.kind is param.VAR_POSITIONAL:        # np.meshgrid(*xi): a tuple
+                values.append(Tup(tuple(bound.arguments.get(p, ()))))
+            else:
+                values.append(bound.arguments[p] if p in bound.arguments
+                              else self.constant(p, param.default, node))
         src = _InlinedSource(self.program.source(impl.fn), self.src, node, name)
         if self.program._active.count(impl.fn) > 32:    # constant options end a recursion
             raise self.error(node, f"{impl.name} calls itself too deeply")

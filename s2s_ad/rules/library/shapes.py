@@ -176,6 +176,66 @@ def roll(a, shift, axis=None):
     return result
 
 
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate grids: each array flattened along its own axis, broadcast to the
+    shape of all (``indexing="xy"``: the first two axes exchanged)."""
+    axes = _grid_axes(len(xi), indexing)
+    if len(xi) == 0:
+        result = ()
+    elif sparse:
+        result = _sparse_grids(xi, axes, 0)
+    else:
+        result = _dense_grids(xi, axes, 0, _ones_grid(xi, axes, 0))
+    return result
+
+
+@static
+def _grid_axes(n, indexing):
+    """The axis each of ``n`` arrays lies along."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    axes = list(range(n))
+    if indexing == "xy" and n > 1:
+        axes[0], axes[1] = 1, 0
+    return tuple(axes)
+
+
+@static
+def _grid_shape(n, axis):
+    """(1, ..., -1, ..., 1): ``n`` axes, the elements along ``axis``."""
+    return tuple(-1 if k == axis else 1 for k in range(n))
+
+
+def _along(xi, axes, k):
+    return np.reshape(_flat(xi[k]), _grid_shape(len(xi), axes[k]))
+
+
+def _flat(a):
+    """``np.ravel(a)``, a scalar too (Numba's ravel takes arrays only)."""
+    if np.ndim(a) == 0:
+        result = np.array([a])
+    else:
+        result = np.ravel(a)
+    return result
+
+
+def _sparse_grids(xi, axes, k):
+    g = _along(xi, axes, k)
+    return (g,) + (_sparse_grids(xi, axes, k + 1) if k + 1 < len(xi) else ())
+
+
+def _ones_grid(xi, axes, k):
+    """Ones of the grids' shape (each array's ones along its axis, multiplied)."""
+    ones = np.ones_like(_along(xi, axes, k))
+    return ones * _ones_grid(xi, axes, k + 1) if k + 1 < len(xi) else ones
+
+
+def _dense_grids(xi, axes, k, ones):
+    g = _along(xi, axes, k) * ones
+    return (g,) + (_dense_grids(xi, axes, k + 1, ones) if k + 1 < len(xi) else ())
+
+
 @implements(np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
     """``array`` plus zeros of ``shape`` (its adjoint sums the broadcast axes)."""
