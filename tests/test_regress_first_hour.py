@@ -574,6 +574,58 @@ def test_asserts_known_before_the_run(target):
         JITS[target](ad.grad(checks_its_rank))(np.ones((2, 2)))
 
 
+def unpack_layer(p):
+    if len(p) != 2:
+        raise TypeError(f"a layer is (w, b), got {len(p)} arrays")
+    return p[0], p[1]
+
+
+def validates_its_inputs(p, x):
+    if x.ndim != 2:
+        raise ValueError("x must be a matrix")
+    elif x.ndim == 0:
+        raise NotImplementedError
+    w, b = unpack_layer(p)
+    return np.sum(np.tanh(x @ w + b) ** 2)
+
+
+def raises_on_values(x):
+    if np.sum(x) > 100.0:
+        raise ValueError("too large")
+    return np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_raise_known_before_the_run(target):
+    w, b = RNG.standard_normal((3, 2)), RNG.standard_normal(2)
+    xs = RNG.standard_normal((4, 3))
+    f = JITS[target](ad.grad(validates_its_inputs))
+    got = f((w, b), xs)
+    np.testing.assert_allclose(got[0], fd_jacobian(lambda v: validates_its_inputs((v, b), xs), w),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got[1], fd_jacobian(lambda v: validates_its_inputs((w, v), xs), b),
+                               rtol=1e-6, atol=1e-8)
+    # the user's exception and message, at the user's line; each call with those ranks
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"x must be a matrix \(.*test_regress_first_hour.py, "
+                                             r"line \d+\)"):
+            f((w, b), xs[0])
+    with pytest.raises(TypeError, match="a layer is \\(w, b\\), got 3 arrays"):
+        f((w, b, b), xs)
+    np.testing.assert_allclose(f((w, b), xs)[1], got[1], rtol=1e-12)   # still fine after them
+    batched = JITS[target](ad.vmap(ad.grad(validates_its_inputs, argnums=1),
+                                   in_axes=(None, 0)))((w, b), np.stack([xs, 2 * xs]))
+    np.testing.assert_allclose(batched[0], ad.grad(validates_its_inputs, argnums=1)((w, b), xs),
+                               rtol=1e-10)
+
+
+def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():
+    with pytest.raises(ad.UnsupportedSyntaxError, match="raise under a test of values computed "
+                       "at run time") as info:
+        ad.grad(raises_on_values)(X)
+    assert info.value.filename.endswith("test_regress_first_hour.py")
+
+
 def rnn_states(W, xs):
     h = np.zeros(2)
     hs = []

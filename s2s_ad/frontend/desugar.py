@@ -291,7 +291,7 @@ def _always_returns(stmts):
     if not stmts:
         return False
     last = stmts[-1]
-    if isinstance(last, gast.Return):
+    if isinstance(last, (gast.Return, gast.Raise)):     # a raise leaves too
         return True
     return isinstance(last, gast.If) and _always_returns(last.body) and _always_returns(last.orelse)
 

@@ -49,8 +49,6 @@ _UNSUPPORTED = {
                   " import at module level"),
     gast.ImportFrom: ("imports inside a differentiated function are not supported;"
                       " import at module level"),
-    gast.Raise: ("raise is not supported inside a differentiated function;"
-                 " check inputs before calling it"),
     gast.Starred: "star-unpacking (*args) is not supported; pass the arguments explicitly",
     gast.Set: "sets are not supported; use tuples or arrays",
     gast.JoinedStr: "f-strings are not supported inside a differentiated function",
@@ -200,9 +198,13 @@ class FunctionSource:
 
 
 def fence(src):
-    """Reject every construct the compiler does not differentiate."""
+    """Reject every construct the compiler does not differentiate.  (The
+    exception a ``raise`` builds is evaluated when the function is transformed,
+    f-strings included: see ``stmt_Raise``.)"""
+    raised = {id(n) for r in gast.walk(src.node) if isinstance(r, gast.Raise) and r.exc
+              for n in gast.walk(r.exc)}
     for node in gast.walk(src.node):
-        if node is src.node:
+        if node is src.node or id(node) in raised:
             continue
         msg = _UNSUPPORTED.get(type(node))
         if msg:

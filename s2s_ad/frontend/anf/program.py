@@ -20,6 +20,9 @@ class Program:
         self.arg_writes = {}          # function key -> {param leaf: Loc of a write into it}
         self.entry_writes = False     # the entry function, run as Python, writes into an argument
         self._active = []
+        #: nested blocks being lowered (a branch on run-time values, a loop body):
+        #: 0 where a statement runs on every call (``stmt_Raise``)
+        self.run_time_blocks = 0
         self.module_names = Names()   # functions and constants share the module namespace
         self.consts = {}
         self._sources = {}

@@ -35,6 +35,8 @@ from .common import (
     _values,
 )
 
+_UNKNOWN = object()          # an exception's argument computed at run time
+
 
 class Statements:
     """Statements: assignment, unpacking, branches, loops, return."""
@@ -86,6 +88,60 @@ class Statements:
             text = f" ({loc.filename}, line {loc.lineno})"
             raise AssertionError((str(message.value) if isinstance(message, Const) else
                                   f"assert failed: {loc.text.strip()}") + text)
+
+    def stmt_Raise(self, node):
+        """``raise E(...)`` reached on every call: under tests known before the
+        run (``if x.ndim != 1:``, ``if len(params) != 2:``, constant options),
+        whose taken branches are lowered in place.  It raises the user's
+        exception when the function is transformed, as the call would; a raise
+        inside a branch on run-time values or a loop is refused (derivatives
+        have no exceptions)."""
+        if self.program.run_time_blocks:
+            raise self.error(node, "raise under a test of values computed at run time (or "
+                             "in a loop) is not supported inside a differentiated function; "
+                             "a raise under a test known before the run is (if x.ndim != 1:, "
+                             "if len(params) != 2:); check the values before calling it")
+        loc = self.src.loc(node)
+        where = f" ({loc.filename}, line {loc.lineno})"
+        if node.exc is None:
+            raise self.error(node, "a bare raise has no exception to raise here")
+        exc = node.exc
+        call = exc if isinstance(exc, gast.Call) else None
+        ok, cls = self.src.resolve(call.func if call is not None else exc)
+        if not (ok and isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise self.error(node, "raise needs an exception class or a call of one "
+                             "(raise ValueError('...'))")
+        values = [self._raised_value(a) for a in call.args] if call is not None else []
+        if call is not None and (call.keywords or any(v is _UNKNOWN for v in values)):
+            values = [loc.text.strip()]        # a message of run-time values: the line
+        if values:
+            raise cls(f"{values[0]}{where}", *values[1:])
+        raise cls(f"at {loc.filename}, line {loc.lineno}")
+
+    def _raised_value(self, node):
+        """The value of an argument of a raised exception, known before the run
+        (constants, ranks, options; f-strings of them), else ``_UNKNOWN``."""
+        if isinstance(node, gast.JoinedStr):      # f"... {len(p)} ...": each part
+            parts = []
+            for part in node.values:
+                if isinstance(part, gast.Constant):
+                    parts.append(str(part.value))
+                    continue
+                value = self._raised_value(part.value)
+                spec = "" if part.format_spec is None else self._raised_value(part.format_spec)
+                if value is _UNKNOWN or spec is _UNKNOWN:
+                    return _UNKNOWN
+                convert = {-1: format, 115: lambda v, s: format(str(v), s),
+                           114: lambda v, s: format(repr(v), s),
+                           97: lambda v, s: format(ascii(v), s)}[part.conversion]
+                parts.append(convert(value, spec))
+            return "".join(parts)
+        saved, self.body = self.body, []
+        try:
+            value = self.expr(node)
+        finally:
+            self.body = saved
+        return value.value if isinstance(value, Const) else _UNKNOWN
 
     def stmt_AugAssign(self, node):
         # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
@@ -139,10 +195,14 @@ class Statements:
     def block(self, stmts):
         """Lower ``stmts`` into a new statement list (a nested block)."""
         saved, self.body = self.body, []
-        for st in stmts:
-            node, self.node = self.node, st
-            self.stmt(st)
-            self.node = node
+        self.program.run_time_blocks += 1
+        try:
+            for st in stmts:
+                node, self.node = self.node, st
+                self.stmt(st)
+                self.node = node
+        finally:
+            self.program.run_time_blocks -= 1
         block, self.body = self.body, saved
         return block
 
