@@ -191,7 +191,7 @@ def test_jit_of_a_lambda_primal_and_vmap():
 # -- lambdas and nested defs inside differentiated code ---------------------------
 
 INSIDE = ["local_lambda", "nested_def", "late_binding", "passes_lambda", "passes_nested_def",
-          "writes_closed_over", "energy"]
+          "writes_closed_over", "energy", "functions_in_a_list", "functions_by_index_and_key"]
 
 
 @pytest.mark.parametrize("name", INSIDE)
@@ -200,13 +200,22 @@ def test_local_functions_inside_differentiated_code(name):
     np.testing.assert_allclose(ad.grad(f)(X), fd_jac(f, X), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", ["nested_def", "energy"])
+@pytest.mark.parametrize("name", ["nested_def", "energy", "functions_in_a_list",
+                                  "functions_by_index_and_key"])
 def test_local_functions_under_jit(name):
     f = getattr(load(), name)
     g = ad.jit(ad.value_and_grad(f))
     value, grad = g(X)
     assert value == pytest.approx(f(X))
     np.testing.assert_allclose(grad, fd_jac(f, X), rtol=1e-6, atol=1e-8)
+
+
+def test_functions_as_values_batched():
+    f = load().functions_by_index_and_key
+    batch = np.stack([X, 0.5 * X])
+    got = ad.jit(ad.vmap(ad.grad(f)))(batch)
+    np.testing.assert_allclose(got, np.stack([fd_jac(f, b) for b in batch]), rtol=1e-6,
+                               atol=1e-8)
 
 
 def test_local_function_jacobians():

@@ -118,3 +118,29 @@ def energy(u):
     def bond(i):
         return spring(u[i + 1] - u[i])
     return sum_over(bond, u.shape[0] - 1)
+
+
+def _square(v):
+    return v * v
+
+
+def functions_in_a_list(x):
+    """Functions as values: a list of lambdas, NumPy functions and a module-level
+    helper, called through the loop variable."""
+    layers = [lambda v: v ** 2, np.cos, _square, np.tanh]
+    total = 0.0
+    for f in layers:
+        total = total + np.sum(f(x))
+    return total
+
+
+def functions_by_index_and_key(x):
+    """A tuple of functions indexed by an unrolled loop's counter; a dict of
+    activations picked by constant keys, into a name and directly."""
+    fs = (np.sin, lambda v: v ** 3, _square)
+    total = 0.0
+    for i in range(len(fs)):
+        total = total + np.sum(fs[i](x) * (i + 1))
+    acts = {"exp": lambda v: np.exp(v), "cos": np.cos}
+    act = acts["cos"]
+    return total + np.sum(acts["exp"](x)) + np.sum(act(x))

@@ -49,6 +49,16 @@ class Calls:
         if local is not None:
             return self.call_local(local, node)
         ok, obj = self.src.resolve(func)
+        held = None
+        if not ok and isinstance(func, gast.Name):
+            held = self.env.get(func.id)
+        elif not ok and isinstance(func, gast.Subscript):    # acts["relu"](x), fs[0](x)
+            held = self.expr(func)
+            if isinstance(held, LocalFn):
+                return self.call_local(held, node)
+        if isinstance(held, Const) and callable(held.value) and not isinstance(
+                held.value, markers.transform_calls.VjpFunction):
+            ok, obj = True, held.value        # for f in (np.sin, helper): a function as a value
         if not ok:
             if isinstance(func, gast.Attribute):
                 return self.method(func, node)
