@@ -102,6 +102,12 @@ def use_import_from(x):
     return x * pi
 
 
+def use_print(x):
+    y = x * 2.0
+    print("y =", y)  # <- print
+    return y
+
+
 def use_raise(x):
     if x.shape[0] > 3:
         raise ValueError("too long")  # <- raise
@@ -159,7 +165,7 @@ def bare_expression(x):
 
 
 def call_local(x):
-    h = np.sin
+    h = x * 2.0
     return h(x)  # <- call_local
 
 

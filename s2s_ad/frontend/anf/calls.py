@@ -70,9 +70,11 @@ class Calls:
             calls = markers.transform_calls
             if isinstance(vjp_fn, Const) and isinstance(vjp_fn.value, calls.VjpFunction):
                 return markers.transform_calls.call_vjp_fn(self, vjp_fn.value, node)
-            what = f"'{func.id}' is a local variable: " if isinstance(func, gast.Name) else ""
-            raise self.error(node, f"{what}only module-level functions, NumPy and math functions "
-                             "can be called; call the function by its own name")
+            what = f"'{func.id}' is a local variable that holds no function: " if isinstance(
+                func, gast.Name) else ""
+            raise self.error(node, f"{what}only functions can be called (module-level, NumPy and "
+                             "math functions, lambdas and nested defs, also kept in a variable, "
+                             "list, tuple or dict picked by a constant key)")
         if transform_kind(obj) == "jvp":
             return markers.transform_calls.call_jvp(self, node)
         # ad.vjp, ad.hvp, a module-level ad.grad(f)

@@ -53,6 +53,13 @@ class Statements:
         pass
 
     def stmt_Expr(self, node):
+        call = node.value
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and \
+                call.func.id == "print" and self.src.resolve(call.func)[1] is print:
+            raise self.error(node, "print() inside a differentiated function is not supported: "
+                             "the generated code computes values and derivatives only. To see "
+                             "intermediate values, call the function itself (not transformed), "
+                             "or return them as auxiliary data (has_aux=True)")
         if isinstance(node.value, gast.Call):
             # A call made for its effect: a helper that writes into an array
             # it is passed (``smooth(u)``), lowered into this function.
