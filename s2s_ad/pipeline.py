@@ -52,9 +52,11 @@ class Request:
     # Static lengths of small 1-D array leaves (None for others) that the
     # compiled code specialises on (see scalarize).
     lengths: tuple = ()
-    # Positions of the argument leaves that are None: the body reads the
-    # constant (``if opt is None:`` takes its branch when it is built).
-    nones: tuple = ()
+    # The argument leaves known before the run, as (position, value): None
+    # and strings (options, as JAX's static arguments).  The body reads the
+    # constant: ``if opt is None:`` and ``if mode == "sum":`` take their branch
+    # when it is built.
+    known: tuple = ()
     # Vector mode: for "primal", the tangents the outermost forward layer
     # carries at once (see forward.jvp_function); for "vjp_rows", the rows
     # one adjoint sweep carries (see s2s_ad.transforms.widen).  1 otherwise.
@@ -92,7 +94,7 @@ def normalize(st):
         st.fn = custom.entry_function(st.program, fun, st.request.trees)
     else:
         st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request),
-                                 nones=st.request.nones)
+                                 known=st.request.known)
         st.fn = scalings.move_scalings(st.fn, _leaf_ranks(st))
         if st.request.target == "cpu" and not _batched(st.request):
             st.fn = index_arrays.lower(st.program, st.fn, _leaf_ranks(st))

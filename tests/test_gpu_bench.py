@@ -30,8 +30,11 @@ def test_targets_compare_with_the_fastest_peer_and_the_hand_kernel():
 
 def test_table_marks_differing_results_and_dry_runs():
     text = run.table([_row(0.002, jax="differs", torch=0.004, hand=0.001)], dry=True)
-    assert "| w | 2.00 | DIFFERS (5.0e-01) | 4.00 | 1.00 | 1.00 |" in text
+    assert "| w | 2.00 | n/a | DIFFERS (5.0e-01) | 4.00 | 1.00 | 1.00 |" in text
     assert "the times mean nothing" in text
+    row = _row(0.002, jax=0.003)
+    row["impls"]["s2s_ad"]["kernels_s"] = 0.0005       # the kernels alone, on a GPU
+    assert "| w | 2.00 | 0.50 | 3.00 | n/a | - | 1.00 |" in run.table([row], dry=False)
 
 
 def test_agreement_is_relative_to_the_largest_magnitude():

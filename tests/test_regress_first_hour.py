@@ -619,6 +619,34 @@ def test_raise_known_before_the_run(target):
                                rtol=1e-10)
 
 
+def reduced(x, how="sum", scale=1.0):
+    if how == "sum":
+        r = np.sum(x ** 2)
+    elif how == "max":
+        r = np.max(x ** 2)
+    else:
+        raise ValueError(f"unknown reduction {how!r}")
+    return r * scale
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_string_options_are_known_before_the_run(target):
+    """A string argument is an option, as JAX's static arguments: code is built
+    for each value, its tests fold and a raise under them works."""
+    g = JITS[target](ad.grad(reduced))
+    np.testing.assert_allclose(g(X), 2.0 * X, rtol=1e-12)
+    want_max = np.where(np.abs(X) == np.max(np.abs(X)), 2.0 * X, 0.0)
+    np.testing.assert_allclose(g(X, "max"), want_max, rtol=1e-12)
+    np.testing.assert_allclose(g(X, how="max", scale=3.0), 3.0 * want_max, rtol=1e-12)
+    np.testing.assert_allclose(g(X, "sum"), 2.0 * X, rtol=1e-12)     # each value its own code
+    with pytest.raises(ValueError, match="unknown reduction 'min' \\(.*line \\d+\\)"):
+        g(X, "min")
+    batched = JITS[target](ad.vmap(ad.grad(reduced), in_axes=(0, None)))(np.stack([X, -X]), "max")
+    np.testing.assert_allclose(batched, np.stack([want_max, -want_max]), rtol=1e-12)
+    text = ad.source(g, X, "max")
+    assert "'sum'" not in text and "rt.amax" in text       # the test folded: no compare runs
+
+
 def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():
     with pytest.raises(ad.UnsupportedSyntaxError, match="raise under a test of values computed "
                        "at run time") as info:

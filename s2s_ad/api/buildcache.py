@@ -107,7 +107,7 @@ def _key(req):
     options = sorted((k, v) for k, v in req.options.items() if k != "compile")
     parts = [str(VERSION), _package_hash(), _function(req.fun), req.kind, _text(req.trees),
              repr(req.argnums), repr(req.has_aux), repr(options), repr(req.ranks),
-             _text(req.layers), repr(req.lengths), repr(req.nones), repr(req.width), _rules(),
+             _text(req.layers), repr(req.lengths), repr(req.known), repr(req.width), _rules(),
              repr([os.environ.get(name) for name in _SETTINGS])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 

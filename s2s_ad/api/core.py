@@ -254,24 +254,29 @@ def source(fun, *example_args):
         trees = (None,) * n + tuple(pytree.structure(pytree.flatten(h)[1]) for h in hidden)
         return _with_execution(fun.state(trees))
     if example_args:
+        if len(example_args) < (_arg_count(fun.fun) or 0):          # defaults, as a call
+            example_args = _check_arity(fun.fun, tuple(example_args))
         flat = [pytree.flatten(a) for a in fun._with_hidden(example_args)]
         trees = tuple(pytree.structure(t) for _, t in flat)
         leaves = [leaf for ls, _ in flat for leaf in ls]
         ranks = tuple(pytree.rank(leaf) for leaf in leaves)
         lengths = _small_lengths(leaves) if fun.target != "python" else ()
-        return _with_execution(fun.state(trees, ranks, lengths, _nones(leaves)))
+        return _with_execution(fun.state(trees, ranks, lengths, _known_leaves(leaves)))
     if fun._last is not None:
         return _with_execution(fun._last)
     n = _arg_count(fun.fun) or 0
     defaults = getattr(fun.fun, "__defaults__", None) or ()
-    nones = tuple(i for i, d in enumerate(defaults, n - len(defaults))
-                  if d is None and i not in fun.argnums)
-    return _with_execution(fun.state((None,) * n, (), (), nones))
+    known = tuple((i, d) for i, d in enumerate(defaults, n - len(defaults))
+                  if (d is None or type(d) is str) and i not in fun.argnums)
+    return _with_execution(fun.state((None,) * n, (), (), known))
 
 
-def _nones(leaves):
-    """The positions of the argument leaves that are None."""
-    return tuple(i for i, leaf in enumerate(leaves) if leaf is None)
+def _known_leaves(leaves):
+    """(position, value) of the argument leaves known before the run: None, and
+    strings (options: code is built for each value, as for JAX's static
+    arguments)."""
+    return tuple((i, leaf) for i, leaf in enumerate(leaves)
+                 if leaf is None or type(leaf) is str)
 
 
 def _with_execution(st):
@@ -404,19 +409,19 @@ class Transformed:
                      if argnums == "vmap" else (argnums, output)
                      for argnums, output in self.layers)
 
-    def state(self, trees, ranks=(), lengths=(), nones=()):
+    def state(self, trees, ranks=(), lengths=(), known=()):
         """The built pipeline for one argument structure (leaf ranks, small
         lengths, the leaves that are None)."""
-        st = self._built.get((trees, ranks, lengths, nones))
+        st = self._built.get((trees, ranks, lengths, known))
         if st is None:
             with _BUILDING:
-                st = self._built.get((trees, ranks, lengths, nones))
+                st = self._built.get((trees, ranks, lengths, known))
                 if st is None:
                     n = _arg_count(self.fun) + self._hidden_count
                     req = pipeline.Request(self.fun, self.kind, trees[:n],
                                            self.argnums, self.has_aux, self.target,
                                            self.options, ranks, self._layers(trees), lengths,
-                                           nones, self.width)
+                                           known, self.width)
                     st = buildcache.build(req)
                     st.function = getattr(st.compiled, st.entry)
                     if self.target == "cpu" and self.options.get("compile") == "tiered":
@@ -424,7 +429,7 @@ class Transformed:
                             self.kind not in _COTANGENT_KINDS
                         st.tier = tiers.Tier(_choose_execution if measure else None,
                                              tiers.scalar_loop(st))
-                    self._built[trees, ranks, lengths, nones] = st
+                    self._built[trees, ranks, lengths, known] = st
         self._last = st
         return st
 
@@ -443,10 +448,10 @@ class Transformed:
             leaves = args
         ranks = tuple(map(pytree.rank, leaves))
         lengths = _small_lengths(leaves) if self.target != "python" else ()
-        nones = _nones(leaves) if None in ranks else ()
-        st = self._built.get((trees, ranks, lengths, nones))
+        known = _known_leaves(leaves) if None in ranks else ()
+        st = self._built.get((trees, ranks, lengths, known))
         if st is None:
-            st = self.state(trees, ranks, lengths, nones)
+            st = self.state(trees, ranks, lengths, known)
         # The Numba entry's own arity: st.function may already be the NumPy
         # entry that another thread's first call put there.
         if st.tier is not None and not st.tier.started and len(leaves) == \

@@ -38,7 +38,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
 
     effects = 0               # calls so far that wrote into an array their caller passed
 
-    def __init__(self, src: FunctionSource, trees, program, copies=(), ranks=None, nones=()):
+    def __init__(self, src: FunctionSource, trees, program, copies=(), ranks=None, known=()):
         self.src = src
         self.program = program
         self.names = Names(_all_identifiers(src.node))
@@ -71,13 +71,13 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
             self.param_trees.append(value)
         # Ranks known while lowering: np.ndim(x) of a known rank is a constant.
         self.ranks = dict(zip(self.params, ranks)) if ranks is not None else {}
-        if nones:
-            # Parameter leaves passed as None: the body reads the constant, so
-            # ``if opt is None:`` takes its branch now (the generated function
-            # still takes the parameter).
-            none = {Var(self.params[i]): Const(None) for i in nones if i < len(self.params)}
+        if known:
+            # Parameter leaves passed as None or a string: the body reads the
+            # constant, so ``if opt is None:`` and ``if mode == "sum":`` take
+            # their branch now (the generated function still takes the parameter).
+            const = {Var(self.params[i]): Const(v) for i, v in known if i < len(self.params)}
             for name, value in self.env.items():
-                self.env[name] = map_values(value, lambda v: none.get(v, v))
+                self.env[name] = map_values(value, lambda v: const.get(v, v))
         if copies:
             self.copy_params(copies)
 

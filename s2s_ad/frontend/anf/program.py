@@ -42,15 +42,16 @@ class Program:
         self.consts[name] = obj
         return name
 
-    def lower(self, fn, trees, call_node=None, caller=None, ranks=None, nones=()):
+    def lower(self, fn, trees, call_node=None, caller=None, ranks=None, known=()):
         """``ranks``: the rank of each parameter leaf where known (the entry's,
         from the arguments; a helper's, from its call), so that ``np.ndim``
-        and the library functions that depend on it specialise; ``nones``:
-        the positions of the entry's parameter leaves that are None."""
+        and the library functions that depend on it specialise; ``known``:
+        (position, value) of the entry's parameter leaves known before the run
+        (None, strings)."""
         ranks = tuple(ranks) if ranks is not None and any(
             r is not None for r in ranks) else None
         key = (fn, tuple(trees)) + ((ranks,) if ranks is not None else ()) + \
-            ((tuple(nones),) if nones else ())
+            ((tuple(known),) if known else ())
         if key in self.functions:
             return self.functions[key]
         if fn in self._active:
@@ -64,7 +65,7 @@ class Program:
                 # parameters after its own, read at each call (see api).
                 src.hidden = tuple(read_closure(closure_cells(fn))[0])
                 src.locals = src.locals | set(src.hidden)
-            lowerer = Lowerer(src, trees, self, ranks=ranks, nones=nones)
+            lowerer = Lowerer(src, trees, self, ranks=ranks, known=known)
             lowered = lowerer.run()
             written = lowerer.written_params()
             if caller is None:
@@ -74,7 +75,7 @@ class Program:
                     # code copies it first, so the caller's array never changes
                     # (the derivative is that of the function of the input values).
                     lowered = Lowerer(src, trees, self, copies=written, ranks=ranks,
-                                      nones=nones).run()
+                                      known=known).run()
             self.arg_writes[key] = lowerer.arg_writes
             lowered.name = self.module_names.fresh(src.name)
             lowered.key = key
