@@ -589,6 +589,12 @@ def validates_its_inputs(p, x):
     return np.sum(np.tanh(x @ w + b) ** 2)
 
 
+def formats_its_message(x):
+    if x.ndim != 1:
+        raise ValueError("rank {} given".format(x.ndim))
+    return np.sum(x)
+
+
 def raises_on_values(x):
     if np.sum(x) > 100.0:
         raise ValueError("too large")
@@ -645,6 +651,13 @@ def test_string_options_are_known_before_the_run(target):
     np.testing.assert_allclose(batched, np.stack([want_max, -want_max]), rtol=1e-12)
     text = ad.source(g, X, "max")
     assert "'sum'" not in text and "rt.amax" in text       # the test folded: no compare runs
+
+
+def test_a_raised_message_not_known_before_the_run_is_the_line():
+    with pytest.raises(ValueError, match=r'raise ValueError\("rank \{\} given"\.format\(x\.ndim\)\) '
+                                         r'\(.*test_regress_first_hour.py, line \d+\)'):
+        ad.grad(formats_its_message)(np.ones((2, 2)))
+    np.testing.assert_allclose(ad.grad(formats_its_message)(X), np.ones_like(X))
 
 
 def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():

@@ -146,6 +146,8 @@ class Statements:
         saved, self.body = self.body, []
         try:
             value = self.expr(node)
+        except SyntaxError:                     # "...".format(): the line is the message
+            return _UNKNOWN
         finally:
             self.body = saved
         return value.value if isinstance(value, Const) else _UNKNOWN
