@@ -595,6 +595,12 @@ def formats_its_message(x):
     return np.sum(x)
 
 
+def introspects(x):
+    trap = getattr(np, "trapezoid") if hasattr(np, "trapezoid") else getattr(np, "trapz")
+    act = getattr(np, "tanh")
+    return trap(act(x)) if callable(act) else 0.0
+
+
 def raises_on_values(x):
     if np.sum(x) > 100.0:
         raise ValueError("too large")
@@ -658,6 +664,12 @@ def test_a_raised_message_not_known_before_the_run_is_the_line():
                                          r'\(.*test_regress_first_hour.py, line \d+\)'):
         ad.grad(formats_its_message)(np.ones((2, 2)))
     np.testing.assert_allclose(ad.grad(formats_its_message)(X), np.ones_like(X))
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_hasattr_getattr_and_callable_of_constants_fold(target):
+    np.testing.assert_allclose(JITS[target](ad.grad(introspects))(X), fd_jacobian(introspects, X),
+                               rtol=1e-6, atol=1e-8)
 
 
 def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():

@@ -97,6 +97,14 @@ def grids(x):
         np.sum(s * t, axis=1) + g ** 3
 
 
+def list_operands(x):
+    """Python lists where NumPy takes array-likes: a filter, sample points, values."""
+    v = x[0]
+    return np.convolve(v, [1.0, -1.0])[1:] + np.correlate(v, [0.5, 2.0, 1.0], "same") + \
+        np.interp(0.3, [0.0, 0.5, 1.0], v[:3]) + np.trapezoid(v, [0.0, 0.1, 0.3, 0.6]) + \
+        np.trapezoid([v[0], 1.0, v[1]]) + np.sum(np.convolve([1.0, 2.0], v, "valid"))
+
+
 def atleasts(x):
     return np.sum(np.atleast_2d(x[0]) ** 2) + np.sum(np.atleast_1d(x[0, 0]) ** 3)
 

@@ -52,7 +52,8 @@ class Calls:
         held = None
         if not ok and isinstance(func, gast.Name):
             held = self.env.get(func.id)
-        elif not ok and isinstance(func, gast.Subscript):    # acts["relu"](x), fs[0](x)
+        elif not ok and (isinstance(func, gast.Subscript) or isinstance(func, gast.Call) and (
+                self.src.resolve(func.func)[1] is getattr)):   # acts["relu"](x), getattr(np, n)(x)
             held = self.expr(func)
             if isinstance(held, LocalFn):
                 return self.call_local(held, node)
@@ -190,6 +191,12 @@ class Calls:
             return self.namedtuple(obj, args, kwargs, node)
         if getattr(obj, "__s2s_ad_static__", False):
             return self.call_static(obj, args, kwargs, node)
+        if obj in (hasattr, getattr, callable) and not kwargs and args and all(
+                isinstance(a, Const) for a in args):    # hasattr(np, "trapezoid"): a constant
+            try:
+                return Const(obj(*(a.value for a in args)))
+            except AttributeError as error:
+                raise self.error(node, str(error)) from None
         if obj is slice and all(isinstance(a, Const) for a in args) and not kwargs:
             return Const(slice(*(a.value for a in args)))
         if obj in (tuple, list) and len(args) == 1 and _sequence(args[0]) and not kwargs:

@@ -19,6 +19,8 @@ def _mode(mode):
 def _full_convolution(a, v):
     """Every product ``a[j] v[i]`` added at ``i + j``: one shifted, scaled copy of
     ``a`` per entry of ``v`` (both 1-D)."""
+    a = np.asarray(a)              # a list ([1.0, -1.0]) too, as NumPy takes it
+    v = np.asarray(v)
     n = np.size(a)
     m = np.size(v)
     full = np.zeros(n + m - 1, dtype=(a[:1] * v[:1]).dtype)
@@ -48,7 +50,7 @@ def correlate(a, v, mode="valid"):
     """``np.convolve`` with ``v`` reversed and conjugated (NumPy's centring of
     ``same`` when ``a`` is the shorter one)."""
     mode = _mode(mode)
-    full = _full_convolution(a, np.conj(v[::-1]))
+    full = _full_convolution(a, np.conj(np.asarray(v)[::-1]))
     if mode == "full":
         return full
     longer = max(np.size(a), np.size(v))
@@ -65,6 +67,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     increasing); ``fp[0]`` / ``fp[-1]`` (or ``left`` / ``right``) outside.
     Differentiated in ``x``, ``xp`` and ``fp``."""
     _ = unsupported(period=period)
+    xp = np.asarray(xp)            # lists of points too, as NumPy takes them
+    fp = np.asarray(fp)
     n = np.size(xp)
     i = np.clip(np.searchsorted(xp, x, "right"), 1, n - 1)
     x0 = xp[i - 1]

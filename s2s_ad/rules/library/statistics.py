@@ -92,12 +92,14 @@ def diff(a, n=1, axis=-1):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """The trapezoid rule along ``axis``: spacing ``dx``, or the differences of
     the sample points ``x`` (1-D, laid along ``axis``, or shaped like ``y``)."""
+    y = np.asarray(y)              # lists too, as NumPy takes them
     nd = np.ndim(y)
     upper = axis_index(axis, nd, slice(1, None))
     lower = axis_index(axis, nd, slice(None, -1))
     pairs = y[upper] + y[lower]
     if x is None:
         return np.sum(pairs, axis=axis) * (0.5 * dx)
+    x = np.asarray(x)
     if np.ndim(x) == 1:
         steps = np.diff(x)[along_index(nd, axis)]
     else:
