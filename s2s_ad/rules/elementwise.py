@@ -81,6 +81,26 @@ elementwise("np.clip", np.clip, ("a", "a_min", "a_max"),
              "a_max": "np.logical_or(a > a_max, a_min > a_max)"}, methods=("clip",),
             emit="rt.clip")
 
+
+def _clip_forms(args, kwargs):
+    """``x.clip(0)``, ``x.clip(max=1.0)``, ``np.clip(a, None, hi)`` and the
+    ``min=``/``max=`` spellings: the library's ``clip_open`` (one bound is
+    np.maximum or np.minimum)."""
+    import inspect
+
+    from ..ir import Const
+    from .library import numeric
+    from .library.registry import Implementation
+    bounds = list(args[1:3]) + [kwargs.get(k) for k in ("a_min", "a_max") if k in kwargs]
+    if len(bounds) < 2 or {"min", "max"} & set(kwargs) or any(
+            isinstance(b, Const) and b.value is None for b in bounds):
+        fn = numeric.clip_open
+        return Implementation("np.clip", fn, None, inspect.signature(fn))
+    return None
+
+
+RULES["np.clip"].forms = _clip_forms
+
 # math functions act on Python floats.
 _MATH = {
     "sin": "math.cos(x)", "cos": "-math.sin(x)", "tan": "1.0 + out * out",

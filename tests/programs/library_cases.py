@@ -105,6 +105,13 @@ def list_operands(x):
         np.trapezoid([v[0], 1.0, v[1]]) + np.sum(np.convolve([1.0, 2.0], v, "valid"))
 
 
+def clips(x):
+    """np.clip and x.clip with one bound, None for a bound, and min=/max= (values away
+    from the bounds: the derivative is one-sided there)."""
+    return x.clip(0.25) + x.clip(max=1.65) + np.clip(x, None, 1.05) + \
+        x.clip(min=0.45, max=1.35) + np.clip(x, 0.35, 1.45)
+
+
 def atleasts(x):
     return np.sum(np.atleast_2d(x[0]) ** 2) + np.sum(np.atleast_1d(x[0, 0]) ** 3)
 

@@ -79,6 +79,27 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return np.where(x < xp[0], below, np.where(x > xp[n - 1], above, y))
 
 
+def clip_open(a, a_min=None, a_max=None, min=None, max=None):
+    """``np.clip`` with one bound, or bounds given as ``min=``/``max=`` (an array's
+    ``x.clip(0)``): the other side is open."""
+    lower = a_min if min is None else min
+    upper = a_max if max is None else max
+    if lower is None and upper is None:
+        raise_no_bound()
+    if lower is None:
+        result = np.minimum(a, upper)
+    elif upper is None:
+        result = np.maximum(a, lower)
+    else:
+        result = np.clip(a, lower, upper)
+    return result
+
+
+@static
+def raise_no_bound():
+    raise ValueError("One of max or min must be given")
+
+
 @implements(np.polyval)
 def polyval(p, x):
     """Horner's rule: ``((p[0] x + p[1]) x + p[2]) ...``."""
