@@ -601,6 +601,11 @@ def introspects(x):
     return trap(act(x)) if callable(act) else 0.0
 
 
+def optional_offset(p, x):
+    shift = 0.0 if p["offset"] is None else np.sum(p["offset"])
+    return np.sum(np.tanh(x * p["w"]) ** 2) + shift
+
+
 def raises_on_values(x):
     if np.sum(x) > 100.0:
         raise ValueError("too large")
@@ -670,6 +675,27 @@ def test_a_raised_message_not_known_before_the_run_is_the_line():
 def test_hasattr_getattr_and_callable_of_constants_fold(target):
     np.testing.assert_allclose(JITS[target](ad.grad(introspects))(X), fd_jacobian(introspects, X),
                                rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_none_in_a_differentiated_pytree_holds_no_leaves(target):
+    """API.md: None is a pytree node (as JAX's): no leaves, so no gradient."""
+    w = X[:2]
+    params = {"w": w, "offset": None}
+    got = JITS[target](ad.grad(optional_offset))(params, X[2:])
+    assert got["offset"] is None and set(got) == {"w", "offset"}
+    np.testing.assert_allclose(got["w"], fd_jacobian(lambda v: optional_offset(
+        {"w": v, "offset": None}, X[2:]), w), rtol=1e-6, atol=1e-8)
+    value, grads = JITS[target](ad.value_and_grad(optional_offset))(params, X[2:])
+    assert value == pytest.approx(optional_offset(params, X[2:])) and grads["offset"] is None
+    batched = JITS[target](ad.vmap(ad.grad(optional_offset), in_axes=(None, 0)))(
+        params, np.stack([X[2:], -X[2:]]))
+    assert batched["offset"] is None
+    np.testing.assert_allclose(batched["w"][0], got["w"], rtol=1e-10)
+    out, vjp_fn = ad.vjp(lambda p: p[0] * 2.0, (w, None))
+    (cot,) = vjp_fn(np.ones(2))
+    assert cot[1] is None
+    np.testing.assert_allclose(cot[0], 2.0 * np.ones(2))
 
 
 def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():

@@ -129,11 +129,24 @@ def _like_arg(g, arg):
     (Numba returns every float scalar as a Python float, which would turn a
     float32 gradient into a float64 one.)
     """
+    if arg is None:
+        return None                 # no leaves, as JAX's None: no gradient either
     if isinstance(arg, np.generic):
         return type(arg)(g)
     if pytree.is_container(arg):
         g_leaves, tree = pytree.flatten(g)
         return pytree.unflatten([_like_arg(a, b) for a, b in
+                                 zip(g_leaves, pytree.flatten(arg)[0])], tree)
+    return g
+
+
+def _none_where_none(g, arg):
+    """``g`` with None where ``arg`` holds None (a batched gradient: no leaves)."""
+    if arg is None:
+        return None
+    if pytree.is_container(arg):
+        g_leaves, tree = pytree.flatten(g)
+        return pytree.unflatten([None if b is None else a for a, b in
                                  zip(g_leaves, pytree.flatten(arg)[0])], tree)
     return g
 
@@ -243,7 +256,7 @@ def _check_differentiable(fun, args, argnums):
     names = list(inspect.signature(fun).parameters)
     for i in argnums:
         for leaf in pytree.flatten(args[i])[0]:
-            if not pytree.is_float_leaf(leaf):
+            if leaf is not None and not pytree.is_float_leaf(leaf):   # None: no leaves (JAX)
                 raise TypeError(
                     f"cannot differentiate {fun.__qualname__} with respect to argument {i} "
                     f"('{names[i]}'): it holds {pytree.describe(leaf)}, and only float64/float32 "

@@ -29,6 +29,7 @@ from .arguments import (
     _layered_arg_count,
     _leaf_count,
     _like_arg,
+    _none_where_none,
     _normalize_argnums,
     _output_lists,
     _signature,
@@ -140,7 +141,8 @@ def vjp(fun, *primals, has_aux=False):
     f, target, options = _plain(fun)
     primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals)
-                    if all(pytree.is_float_leaf(x) for x in pytree.flatten(p)[0]))
+                    if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
+                    and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
     _check_whole(primals, argnums, "vjp")
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
     _, leaves, treedefs = t.entry(primals)
@@ -540,6 +542,8 @@ class Transformed:
                           for g, i in zip(grads, self.argnums))
             if not batched:
                 grads = tuple(_like_arg(g, args[i]) for g, i in zip(grads, self.argnums))
+            elif any(x is None for i in self.argnums for x in pytree.flatten(args[i])[0]):
+                grads = tuple(_none_where_none(g, args[i]) for g, i in zip(grads, self.argnums))
             grads = grads[0] if self.single else grads
             if self.kind == "value_and_grad":
                 return out, grads

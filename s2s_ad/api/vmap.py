@@ -308,6 +308,8 @@ class Batched(Vectorized, Loop):
             ls, tree = pytree.flatten(arg)
             treedefs.append(tree)
             for j, (leaf, a) in enumerate(zip(ls, _broadcast_axes(ax, tree, i))):
+                if leaf is None:
+                    a = None                 # None holds no leaves (JAX): nothing to batch
                 if a is not None:
                     nd = np.ndim(leaf)
                     if not -nd <= a < nd:

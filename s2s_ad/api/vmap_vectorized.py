@@ -70,7 +70,7 @@ class Vectorized:
         leaves, axes = list(moved), list(axes)
         for i in t.argnums:
             for k in range(starts[i], starts[i + 1]):
-                if axes[k] is None:
+                if axes[k] is None and leaves[k] is not None:   # None: no leaves to batch
                     leaves[k] = np.repeat(np.asarray(leaves[k])[np.newaxis], size, axis=0)
                     axes[k] = 0
         positions = tuple(i for i, a in enumerate(axes) if a is not None)

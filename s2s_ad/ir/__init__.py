@@ -135,6 +135,8 @@ class Function:
     key: tuple = ()
     # Parameters split into scalars by ``scalarize``: name -> element names.
     elements: dict = field(default_factory=dict)
+    # Parameter leaves passed as None (no leaves, as JAX's None: no gradient).
+    none_params: frozenset = frozenset()
 
     @property
     def out_tree(self):

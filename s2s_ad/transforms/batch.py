@@ -144,7 +144,8 @@ class Vectorizer(Rewriter):
         body.append(Return(value, ret.loc))
         name = self.program.module_names.fresh("vmap_" + self.fn.name)
         return Function(name, list(self.fn.params), list(self.fn.param_trees), body,
-                        self.fn.consts, self.fn.source, names=self.names, key=key)
+                        self.fn.consts, self.fn.source, names=self.names, key=key,
+                        none_params=self.fn.none_params)
 
     def out_tree(self, value, body, loc):
         if isinstance(value, Tup):

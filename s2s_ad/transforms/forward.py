@@ -131,7 +131,7 @@ class Forward(RuleTangents, Rewriter):
                 else:
                     trees += [Var(self.d(v)) for v in leaves]
         return Function(name, list(fn.params) + tangents, trees, body, fn.consts, fn.source,
-                        names=self.names, key=key)
+                        names=self.names, key=key, none_params=fn.none_params)
 
     def tangent_tree(self, value, body, loc):
         if isinstance(value, Tup):

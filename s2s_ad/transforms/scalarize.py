@@ -299,7 +299,8 @@ class _Rewrite(Rewriter):
         if self.entry:
             body, used = _drop_unread(body, len(out))
         new = Function(fn.name, params, trees, body, fn.consts, fn.source, names=fn.names,
-                       key=fn.key if self.entry else fn.key + (("scalarized",) + self.an.key,))
+                       key=fn.key if self.entry else fn.key + (("scalarized",) + self.an.key,),
+                       none_params=fn.none_params)
         if self.entry:
             # A parameter is its elements only when the body reads every
             # element and never the whole array (a matrix product, an

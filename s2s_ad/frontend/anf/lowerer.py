@@ -71,6 +71,8 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
             self.param_trees.append(value)
         # Ranks known while lowering: np.ndim(x) of a known rank is a constant.
         self.ranks = dict(zip(self.params, ranks)) if ranks is not None else {}
+        self.none_params = frozenset(self.params[i] for i, v in known
+                                     if v is None and i < len(self.params))
         if known:
             # Parameter leaves passed as None or a string: the body reads the
             # constant, so ``if opt is None:`` and ``if mode == "sum":`` take
@@ -120,7 +122,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
         if not self.body or not isinstance(self.body[-1], Return):
             self.body.append(Return(Const(None), self.src.loc(self.src.node)))
         return Function(self.src.name, self.params, self.param_trees, self.body,
-                        self.consts, self.src, names=self.names)
+                        self.consts, self.src, names=self.names, none_params=self.none_params)
 
     def error(self, node, msg):
         return self.src.error(node, msg)

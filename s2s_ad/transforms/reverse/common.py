@@ -41,6 +41,8 @@ def grads_expr(fn, wrt_trees, adj):
         if isinstance(tree, Tup):
             return ast.Tuple([one(t) for t in tree.items], ast.Load())
         b = adj.get(tree.name)
+        if tree.name in fn.none_params:
+            return ast.Constant(None)          # None holds no leaves: no gradient
         if b is None:
             return call("rt.zeros_like", codegen.name(tree.name))
         return call("rt.like", codegen.name(b), codegen.name(tree.name))
