@@ -606,6 +606,11 @@ def optional_offset(p, x):
     return np.sum(np.tanh(x * p["w"]) ** 2) + shift
 
 
+def weighs_by_lists(x):
+    return np.sum(x * [1.0, 2.0, 3.0, 4.0]) + np.sum([2.0, 1.0, 0.5, 0.1] * x ** 2) + \
+        np.sum(x[:2] * (3.0, 4.0))
+
+
 def raises_on_values(x):
     if np.sum(x) > 100.0:
         raise ValueError("too large")
@@ -696,6 +701,12 @@ def test_none_in_a_differentiated_pytree_holds_no_leaves(target):
     (cot,) = vjp_fn(np.ones(2))
     assert cot[1] is None
     np.testing.assert_allclose(cot[0], 2.0 * np.ones(2))
+
+
+@pytest.mark.parametrize("target", sorted(JITS))
+def test_an_array_times_a_list_is_elementwise(target):
+    np.testing.assert_allclose(JITS[target](ad.grad(weighs_by_lists))(X),
+                               fd_jacobian(weighs_by_lists, X), rtol=1e-6, atol=1e-8)
 
 
 def test_raise_under_a_test_of_run_time_values_is_refused_at_its_line():

@@ -8,6 +8,7 @@ import gast
 import numpy as np
 
 from ... import rules
+from ...analyses.ranks import rank_of
 from ...errors import NonDifferentiableError
 from ...ir import (
     Const,
@@ -236,6 +237,8 @@ class Expressions:
             if isinstance(n, Const) and isinstance(n.value, int) and \
                     not isinstance(n.value, bool):
                 return Tup(seq.items * max(n.value, 0), seq.is_list)
+            if isinstance(n, Var) and rank_of(n, self.ranks) not in (None, 0):
+                return None       # x * [1.0, 2.0]: an array times a list, elementwise
             if isinstance(seq, Tup) and isinstance(n, Var) and \
                     all(isinstance(v, Const) for v in seq.leaves()):
                 raise self.error(node, "repeating a list ([0.0] * n) is not supported: lists "
