@@ -20,7 +20,7 @@ X = RNG.uniform(0.2, 1.8, (3, 4))          # away from kinks and ties
 
 CASES = ["var_axis", "var_all", "std_keep", "var_method", "average_w", "average_plain",
          "ptp_axis", "nan_stats", "diff2", "diff_axis0", "trapezoids", "gradients", "logaddexps", "flips", "moves",
-         "rot", "rolls", "stacks", "grids", "list_operands", "clips", "atleasts", "takes", "broadcasts", "special", "lse",
+         "rot", "rolls", "stacks", "grids", "list_operands", "clips", "log_sigmoids", "atleasts", "takes", "broadcasts", "special", "lse",
          "xlogs", "elementwise", "convolutions", "correlations", "interpolations", "polynomials",
          "vector_products", "math_reductions", "covariances", "correlation_coefficients"]
 

@@ -13,6 +13,13 @@ def expit(x):
     return 0.5 * (np.tanh(0.5 * x) + 1.0)
 
 
+if hasattr(sc, "log_expit"):              # SciPy 1.8 and later
+    @implements(sc.log_expit, "scipy.special.log_expit")
+    def log_expit(x):
+        """``log(expit(x))`` as ``-logaddexp(0, -x)`` (no overflow, no log of 0)."""
+        return -np.logaddexp(0.0, -x)
+
+
 @implements(sc.logit, "scipy.special.logit")
 def logit(x):
     """``log(x / (1 - x))``."""
