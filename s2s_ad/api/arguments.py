@@ -123,30 +123,21 @@ def _as_dtype(x, dtype):
     return x
 
 
-def _like_arg(g, arg):
-    """NumPy scalar arguments get NumPy scalar gradients of their type.
+def _like_arg(g, arg, scalars=True):
+    """NumPy scalar arguments get NumPy scalar gradients of their type (not
+    with ``scalars=False``: a batched gradient is an array), and None, which
+    holds no leaves as in JAX, gets None.
 
     (Numba returns every float scalar as a Python float, which would turn a
     float32 gradient into a float64 one.)
     """
     if arg is None:
-        return None                 # no leaves, as JAX's None: no gradient either
-    if isinstance(arg, np.generic):
+        return None
+    if scalars and isinstance(arg, np.generic):
         return type(arg)(g)
     if pytree.is_container(arg):
         g_leaves, tree = pytree.flatten(g)
-        return pytree.unflatten([_like_arg(a, b) for a, b in
-                                 zip(g_leaves, pytree.flatten(arg)[0])], tree)
-    return g
-
-
-def _none_where_none(g, arg):
-    """``g`` with None where ``arg`` holds None (a batched gradient: no leaves)."""
-    if arg is None:
-        return None
-    if pytree.is_container(arg):
-        g_leaves, tree = pytree.flatten(g)
-        return pytree.unflatten([None if b is None else a for a, b in
+        return pytree.unflatten([_like_arg(a, b, scalars) for a, b in
                                  zip(g_leaves, pytree.flatten(arg)[0])], tree)
     return g
 

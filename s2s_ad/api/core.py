@@ -29,7 +29,6 @@ from .arguments import (
     _layered_arg_count,
     _leaf_count,
     _like_arg,
-    _none_where_none,
     _normalize_argnums,
     _output_lists,
     _signature,
@@ -543,7 +542,8 @@ class Transformed:
             if not batched:
                 grads = tuple(_like_arg(g, args[i]) for g, i in zip(grads, self.argnums))
             elif any(x is None for i in self.argnums for x in pytree.flatten(args[i])[0]):
-                grads = tuple(_none_where_none(g, args[i]) for g, i in zip(grads, self.argnums))
+                grads = tuple(_like_arg(g, args[i], scalars=False)
+                              for g, i in zip(grads, self.argnums))
             grads = grads[0] if self.single else grads
             if self.kind == "value_and_grad":
                 return out, grads

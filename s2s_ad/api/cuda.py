@@ -25,6 +25,7 @@ per-example Jacobians are in :mod:`s2s_ad.api.cuda_jacobians`.
 import builtins
 import os
 import re
+import sys
 import textwrap
 
 import numpy as np
@@ -69,8 +70,10 @@ def _load_array_registry():
     that module is imported, at the first kernel compile; NumPy 2.5 removed the
     alias, so every compile failed with "module 'numpy' has no attribute
     'row_stack'" (seen on a GPU machine with numpy 2.5.2).  The alias is lent
-    for that one import and taken back, so NumPy is left as it was."""
-    if hasattr(np, "row_stack"):
+    for that one import and taken back, so NumPy is left as it was.  (Every
+    call of a CUDA function comes here: once the module is loaded, nothing is
+    done.)"""
+    if hasattr(np, "row_stack") or "numba.cuda.np.arrayobj" in sys.modules:
         return
     np.row_stack = np.vstack
     try:
