@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     _nb_einsum,
     _nb_elementwise,
     _nb_fft,
+    _nb_lazy,
     _nb_linalg,
     _nb_linsolve,
     _nb_matfun,
