@@ -34,6 +34,7 @@ from . import selection as _selection
 from . import special as _special
 from ._nb_cached import cache_files as kernel_cache_files  # noqa: F401  (s2s-ad cache)
 from ._nb_cached import source_digest  # noqa: F401  (the backends' cache keys)
+from ._nb_link import declared_kernels  # noqa: F401  (the backends' warm first call)
 from .batching import broadcast_batch, lift, take, take_grad
 from .batching import broadcast_like as batch_broadcast_like
 from .batching import dot as bdot

@@ -1,4 +1,4 @@
-"""The runtime's cached kernels are linked once, by the outermost compile.
+"""The runtime's cached kernels are called by symbol, never linked.
 
 Numba links the LLVM module of every function a compiled function calls
 into the caller's module, then optimises it and turns it into machine code
@@ -8,13 +8,24 @@ runtime/_nb_cached.py keeps in Numba's cache) are called through small
 overload implementations, each a nested compile of its own: every kernel's
 body was re-optimised and compiled to machine code once per overload that
 calls it, then once more in the generated function at the top
-(docs/compile_time.md §4).  Now a nested compile only declares the kernels
-it calls (MCJIT resolves such a call to the kernel's code, already in the
-engine) and passes them on to its callers; the outermost compile (the one a
-Python call started: the generated function) links them all, each once, so
-its code is what it was -- kernels inlined where LLVM inlines them -- and
-its cache entry is whole.  Measured cold compiles, side by side:
-``logsumexp_rows`` 0.81x, ``mlp_loss`` 0.80x, ``gmm_objective`` 0.90x.
+(docs/compile_time.md §4).  A compile that calls a kernel only declares it
+(MCJIT resolves the call to the kernel's code, already in the engine) and
+passes it on to its callers, up to the outermost compile (the one a Python
+call started: the generated function, or a ``vmap`` loop), which declares
+them too.  Each kernel is a whole array operation (a product, a reduction,
+NumPy's SIMD loop), so the call costs nothing next to its work.  Measured
+cold compiles, side by side: session 19 (nested compiles declare, the
+outermost links each kernel once) ``logsumexp_rows`` 0.81x, ``mlp_loss``
+0.80x; session 22 (the outermost declares them too) ``logsumexp_rows``
+0.63x, ``mlp_loss`` 0.73x, ``gmm_objective`` 0.87x more, steady state
+unchanged.  ``S2S_AD_LINK_KERNELS=1`` links them into the outermost compile
+as session 19 did.
+
+The outermost compile's library remembers the kernels it calls, and its
+cache entry's name says how many (``[calls N s2s_ad kernels]``): a process
+loading it loads them first (each a cache entry of its own, about 2 ms), and
+a tiered first call that would wait long for them answers from NumPy while
+they load (s2s_ad/backends/tiers.py).
 
 A kernel compiled as a nested compile that calls other kernels (a
 generated implementation calling the product kernel) is saved in Numba's
@@ -37,6 +48,7 @@ nothing is patched.
 import hashlib
 import os
 import pickle
+import re
 import threading
 import weakref
 
@@ -179,7 +191,7 @@ _finalize_final_module = codegen.CPUCodeLibrary._finalize_final_module
 _load_overload = caching.Cache.load_overload
 _serialize = codegen.CPUCodeLibrary.serialize_using_object_code
 #: Appended to the name of a library saved with declared calls of kernels.
-_CALLS_KERNELS = " [calls s2s_ad kernels]"
+_CALLS_KERNELS = " s2s_ad kernels]"
 
 
 def _patched_add_overload(self, cres):
@@ -219,8 +231,13 @@ def _patched_add_linking_library(self, library):
         self._s2s_kernels = getattr(self, "_s2s_kernels", ()) + kernels
 
 
+#: Link the kernels into the outermost compile (session 19's behaviour)
+#: instead of calling them by symbol: ``S2S_AD_LINK_KERNELS=1``.
+LINK_KERNELS = os.environ.get("S2S_AD_LINK_KERNELS", "") not in ("", "0")
+
+
 def _patched_finalize(self):
-    if getattr(_STATE, "depth", 0) <= 1:
+    if getattr(_STATE, "depth", 0) <= 1 and LINK_KERNELS:
         # Each kernel after every kernel that calls it (its last place): LLVM
         # links a kernel's definition only where the module already calls it.
         kernels = getattr(self, "_s2s_kernels", ())
@@ -233,8 +250,19 @@ def _patched_finalize(self):
 def _patched_serialize(self):
     name, kind, data = _serialize(self)
     if getattr(self, "_s2s_kernels", ()):
-        name += _CALLS_KERNELS  # what tells a loading process to look
+        # What tells a loading process to look, and how many to load.
+        name += f" [calls {len(set(self._s2s_kernels))}{_CALLS_KERNELS}"
     return name, kind, data
+
+
+_DECLARED = re.compile(rb" \[calls (\d+)" + re.escape(_CALLS_KERNELS.encode()))
+
+
+def declared_kernels(data):
+    """How many kernels the library saved in ``data`` (a cache entry's bytes)
+    calls by symbol, which a process loading it loads first; 0 for none."""
+    found = _DECLARED.search(data)
+    return int(found.group(1)) if found else 0
 
 
 def _patched_finalize_final_module(self):

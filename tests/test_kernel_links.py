@@ -1,9 +1,8 @@
-"""The runtime's cached kernels are linked once, by the outermost compile
-(runtime/_nb_link.py).
+"""The runtime's cached kernels are called by symbol (runtime/_nb_link.py).
 
-The overload implementations that call a kernel only declare it; the
-generated gradient links each kernel once, and its numbers agree with finite
-differences; the next process runs the gradient from disk; a kernel saved
+The overload implementations that call a kernel only declare it, and so does
+the generated gradient (or, with S2S_AD_LINK_KERNELS=1, it links each kernel
+once); its numbers agree with finite differences; the next process runs the gradient from disk; a kernel saved
 with calls to other kernels whose load records are gone is compiled again,
 not run (MCJIT would abort the process on an unresolved symbol).
 """
@@ -51,9 +50,7 @@ def _loss(folder):
     return linked_loss.loss
 
 
-def test_the_gradient_links_each_kernel_once_and_its_callees_only_declare_it(tmp_path):
-    loss = _loss(tmp_path / "src")
-    assert _nb_link.PATCHED
+def _compiled(loss):
     g = ad.jit(ad.grad(loss), compile="eager")
     np.testing.assert_allclose(g(*_inputs()), _reference(loss), rtol=1e-12, atol=1e-14)
     st = g._last
@@ -61,14 +58,42 @@ def test_the_gradient_links_each_kernel_once_and_its_callees_only_declare_it(tmp
            for cres in getattr(st.compiled, name).overloads.values()]
     products = {cres.library for cres in _nb_kernels.dot.overloads.values()}
     linked = [lib for library in top for lib in library._linking_libraries]
+    return top, products, linked
+
+
+def test_the_gradient_calls_each_kernel_by_symbol_and_so_do_its_callees(tmp_path):
+    assert _nb_link.PATCHED and not _nb_link.LINK_KERNELS
+    top, products, linked = _compiled(_loss(tmp_path / "src"))
+    # the implementations calling the product kernel are linked into the
+    # gradient; none of them, nor the gradient, links the kernel's code
+    assert linked
+    assert not products & set(linked)
+    for library in linked:
+        assert not products & set(library._linking_libraries)
+    # the gradient remembers the kernels it calls (what its cache entry names
+    # for the next process to load first), and its module only declares them
+    assert products & {k for library in top for k in library._s2s_kernels}
+    symbols = {cres.fndesc.mangled_name for cres in _nb_kernels.dot.overloads.values()}
+    declared = {fn.name for library in top for fn in library._final_module.functions
+                if fn.is_declaration}
+    assert symbols & declared
+    assert all(_nb_link._lookup(symbol) is not None for symbol in symbols)
+
+
+def test_linked_once_by_the_outermost_compile_on_request(tmp_path, monkeypatch):
+    # S2S_AD_LINK_KERNELS=1: session 19's behaviour, each kernel linked once
+    monkeypatch.setattr(_nb_link, "LINK_KERNELS", True)
+    top, products, linked = _compiled(_loss(tmp_path / "src"))
     assert products & set(linked), "the product kernel is not linked by the gradient"
-    # the implementations calling it declare it instead of linking its code
     callers = [lib for lib in linked if lib not in products]
     assert callers
     for library in callers:
         assert not products & set(library._linking_libraries)
-    symbols = [cres.fndesc.mangled_name for cres in _nb_kernels.dot.overloads.values()]
-    assert all(_nb_link._lookup(symbol) is not None for symbol in symbols)
+
+
+def test_a_cache_entry_names_how_many_kernels_it_calls():
+    assert _nb_link.declared_kernels(b"..grad_f [calls 12 s2s_ad kernels]..") == 12
+    assert _nb_link.declared_kernels(b"..grad_f..") == 0
 
 
 SCRIPT = textwrap.dedent("""

@@ -211,17 +211,37 @@ def in_disk_cache(dispatcher, sig):
     """The size in bytes of the entry Numba's disk cache holds for
     ``dispatcher`` compiled for ``sig`` (argument types), read from its index
     without loading the code (at least 1); 0 when there is none."""
+    path = _entry_path(dispatcher, sig)
+    try:
+        return 0 if path is None else max(1, os.path.getsize(path))
+    except OSError:
+        return 0
+
+
+def kernels_to_load(dispatcher, sig):
+    """How many of the runtime's kernels the cache entry of ``dispatcher``
+    for ``sig`` calls by symbol (runtime/_nb_link.py): a process loading the
+    entry loads each of them too.  0 where there is no entry."""
+    from .. import runtime
+    path = _entry_path(dispatcher, sig)
+    try:
+        return 0 if path is None else runtime.declared_kernels(path.read_bytes())
+    except OSError:
+        return 0
+
+
+def _entry_path(dispatcher, sig):
     cache = getattr(dispatcher, "_cache", None)
     try:
         if not getattr(cache, "_enabled", False):
-            return 0
+            return None
         key = cache._index_key(sig, dispatcher.targetctx.codegen())
         data = cache._cache_file._load_index().get(key)
         if data is None:
-            return 0
-        return max(1, os.path.getsize(cache._cache_file._data_path(data)))
+            return None
+        return Path(cache._cache_file._data_path(data))
     except Exception:        # noqa: BLE001  (Numba's internals moved: compile as usual)
-        return 0
+        return None
 
 
 _FAILED = threading.local()     # the error a nested compile already explained

@@ -144,14 +144,19 @@ class Tier:
             return
         size = backends.in_disk_cache(dispatcher, sig)
         waits = getattr(_LOCAL, "eager", False) or getattr(_LOCAL, "disk_only", False)
-        if size and not waits and size * LOAD_SECONDS_PER_BYTE > LOAD_WAIT and \
-                self._numpy_faster(st, leaves, size * LOAD_SECONDS_PER_BYTE):
-            # A large entry (a gradient with much code inlined) takes a tenth of
-            # a second or more to load: NumPy answers while it loads.
+        kernels = backends.kernels_to_load(dispatcher, sig) if size and not waits else 0
+        seconds = size * LOAD_SECONDS_PER_BYTE + kernels * LOAD_SECONDS_PER_KERNEL
+        if size and not waits and seconds > LOAD_WAIT and \
+                self._numpy_faster(st, leaves, seconds):
+            # A large entry (a gradient with much code inlined), or one calling
+            # many of the runtime's kernels (each loaded as a library of its
+            # own), takes a tenth of a second or more to load: NumPy answers
+            # while it loads.
+            calls = f", and the {kernels} runtime kernels it calls" if kernels else ""
             self._background(st, dispatcher, sig, (
                 f"plain NumPy (the same module) while the compiled code "
-                f"({size / 1e6:.1f} MB) loads from the disk cache in the background, "
-                f"then compiled code"))
+                f"({size / 1e6:.1f} MB{calls}) loads from the disk cache in the "
+                f"background, then compiled code"))
             return
         if size:
             # Loading a cache entry takes milliseconds: run compiled code now.
@@ -390,6 +395,9 @@ NUMPY_LIMIT = 0.5
 #: whose entry would take longer than :data:`LOAD_WAIT` answers from NumPy
 #: while a thread loads it.
 LOAD_SECONDS_PER_BYTE = 0.07e-6
+#: ... and about this per runtime kernel the entry calls by symbol (each a
+#: cache entry of its own: index, data, bitcode, its symbols).
+LOAD_SECONDS_PER_KERNEL = 2e-3
 LOAD_WAIT = 0.06
 #: Seconds per statement of the user's function run in the NumPy module
 #: (its statement and adjoint, generated): measured 0.07-0.8 us on scalar
