@@ -294,6 +294,10 @@ import libmod
 
 if sys.argv[2] == "slow-load":
     tiers.LOAD_SECONDS_PER_BYTE = 1.0         # every entry counts as slow to load
+elif sys.argv[2] == "slow-kernels":           # only the kernels an entry calls count
+    tiers.LOAD_SECONDS_PER_BYTE, tiers.LOAD_SECONDS_PER_KERNEL = 0.0, 1.0
+elif sys.argv[2] == "fast-load":
+    tiers.LOAD_SECONDS_PER_BYTE, tiers.LOAD_SECONDS_PER_KERNEL = 0.0, 0.0
 x = np.linspace(-1.0, 1.0, 6)
 g = ad.jit(ad.grad(libmod.spread))
 first = g(x)
@@ -333,3 +337,25 @@ def test_library_functions_are_kept_and_a_slow_load_answers_from_numpy(user):
     assert warm["compiled"] is True
     np.testing.assert_allclose(warm["first"], want, rtol=1e-12)
     np.testing.assert_allclose(warm["second"], want, rtol=1e-12)
+
+
+def test_an_entry_calling_kernels_counts_their_loading(user):
+    """The cache entry of a gradient names how many runtime kernels it calls
+    by symbol (each loaded as an entry of its own): counted at 1 s each, the
+    warm first call answers from NumPy while they load; counted at nothing,
+    it loads them and runs compiled code."""
+    folder, cache = user
+    (folder / "libmod.py").write_text(
+        "import numpy as np\n\n\ndef spread(x):\n    return np.sum(np.exp(x) * x) * 3.0\n")
+    x = np.linspace(-1.0, 1.0, 6)
+    want = 3.0 * np.exp(x) * (1.0 + x)
+    _library_run(folder, cache, "fill")
+    slow = _library_run(folder, cache, "slow-kernels")
+    assert "runtime kernels it calls) loads from the disk cache in the background" \
+        in slow["note"]
+    fast = _library_run(folder, cache, "fast-load")
+    assert "loaded from the disk cache by the first call" in fast["note"]
+    for run in (slow, fast):
+        assert run["restored"] is True and run["compiled"] is True
+        np.testing.assert_allclose(run["first"], want, rtol=1e-12)
+        np.testing.assert_allclose(run["second"], want, rtol=1e-12)
