@@ -35,7 +35,7 @@ import weakref
 from numba import _dynfunc
 from numba.core import codegen, cpu
 
-from . import _nb_link  # noqa: F401  (its patches first: these wrap them)
+from . import _nb_link  # its patches first: these wrap them
 
 #: Environment global name -> (library, environment) still to be written.
 _PENDING = {}
@@ -139,21 +139,14 @@ def _patched_serialize_object(self):
     return _serialize_object(self)
 
 
-def patch():
-    """Install the patches (once); returns whether they are in place."""
-    needed = (getattr(codegen.CPUCodeLibrary, "_finalize_dynamic_globals", None),
-              getattr(codegen.CPUCodeLibrary, "_verify_declare_only_symbols", None),
-              getattr(codegen.JITCPUCodegen, "_add_module", None),
-              getattr(codegen.JitEngine, "is_symbol_defined", None),
-              getattr(codegen.JitEngine, "get_global_value_address", None))
-    if any(part is None for part in needed):
-        return False        # pragma: no cover  (another Numba layout: as before)
-    cpu.CPUContext.get_executable = _patched_get_executable
-    codegen.CPUCodeLibrary._finalize_final_module = _patched_finalize_final_module
-    codegen.JITCodeLibrary._finalize_specific = _patched_finalize_specific
-    codegen.JITCodeLibrary.get_pointer_to_function = _patched_get_pointer_to_function
-    codegen.CPUCodeLibrary.serialize_using_object_code = _patched_serialize_object
-    return True
-
-
-PATCHED = patch()
+PATCHED = _nb_link.install(
+    (getattr(codegen.CPUCodeLibrary, "_finalize_dynamic_globals", None),
+     getattr(codegen.CPUCodeLibrary, "_verify_declare_only_symbols", None),
+     getattr(codegen.JITCPUCodegen, "_add_module", None),
+     getattr(codegen.JitEngine, "is_symbol_defined", None),
+     getattr(codegen.JitEngine, "get_global_value_address", None)),
+    ((cpu.CPUContext, "get_executable", _patched_get_executable),
+     (codegen.CPUCodeLibrary, "_finalize_final_module", _patched_finalize_final_module),
+     (codegen.JITCodeLibrary, "_finalize_specific", _patched_finalize_specific),
+     (codegen.JITCodeLibrary, "get_pointer_to_function", _patched_get_pointer_to_function),
+     (codegen.CPUCodeLibrary, "serialize_using_object_code", _patched_serialize_object)))

@@ -285,21 +285,25 @@ def _patched_load_overload(self, sig, target_context):
         return None     # compiled again, calling the kernels as they are now
 
 
-def patch():
-    """Install the patches (once); returns whether they are in place."""
-    needed = (getattr(codegen.CPUCodeLibrary, "_unserialize", None),
-              getattr(codegen, "JitEngine", None),
-              getattr(codegen.JitEngine, "is_symbol_defined", None))
+def install(needed, patches):
+    """Set each ``(owner, name, function)`` of ``patches`` if every one of
+    ``needed`` (Numba attributes the patches rely on) exists; returns whether
+    they were set (another Numba layout: nothing is patched)."""
     if any(part is None for part in needed):
-        return False        # pragma: no cover  (another Numba layout: linked as before)
-    dispatcher.Dispatcher.add_overload = _patched_add_overload
-    codegen.CPUCodeLibrary.add_linking_library = _patched_add_linking_library
-    codegen.CPUCodeLibrary.finalize = _patched_finalize
-    dispatcher._FunctionCompiler._compile_core = _patched_compile_core
-    codegen.CPUCodeLibrary._finalize_final_module = _patched_finalize_final_module
-    caching.Cache.load_overload = _patched_load_overload
-    codegen.CPUCodeLibrary.serialize_using_object_code = _patched_serialize
+        return False        # pragma: no cover
+    for owner, name, function in patches:
+        setattr(owner, name, function)
     return True
 
 
-PATCHED = patch()
+PATCHED = install(
+    (getattr(codegen.CPUCodeLibrary, "_unserialize", None),
+     getattr(codegen, "JitEngine", None),
+     getattr(getattr(codegen, "JitEngine", None), "is_symbol_defined", None)),
+    ((dispatcher.Dispatcher, "add_overload", _patched_add_overload),
+     (codegen.CPUCodeLibrary, "add_linking_library", _patched_add_linking_library),
+     (codegen.CPUCodeLibrary, "finalize", _patched_finalize),
+     (dispatcher._FunctionCompiler, "_compile_core", _patched_compile_core),
+     (codegen.CPUCodeLibrary, "_finalize_final_module", _patched_finalize_final_module),
+     (caching.Cache, "load_overload", _patched_load_overload),
+     (codegen.CPUCodeLibrary, "serialize_using_object_code", _patched_serialize)))
