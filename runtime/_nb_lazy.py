@@ -29,6 +29,7 @@ may be called from Python later with the same types), on the CPU target.  If
 Numba's internals differ (another version), nothing is patched.
 """
 
+import ctypes
 import threading
 import weakref
 
@@ -49,6 +50,7 @@ _serialize_object = codegen.CPUCodeLibrary.serialize_using_object_code
 
 
 def _callable_from_python(library, fndesc):
+    """Whether ``library`` defines the CPython wrapper of ``fndesc``."""
     try:
         library._final_module.get_function(fndesc.llvm_cpython_wrapper_name)
     except NameError:
@@ -100,6 +102,7 @@ def materialize(library):
         if cleanup:
             weakref.finalize(library, cleanup)
         _finalize_specific(library)
+        _fill_environments(library._codegen._engine)
 
 
 def _fill_environments(engine):
@@ -118,8 +121,6 @@ def _fill_environments(engine):
 
 
 def _write_pointer(address, env):
-    import ctypes
-
     (ctypes.c_void_p * 1).from_address(address)[0] = ctypes.c_void_p(id(env))
 
 

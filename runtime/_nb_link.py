@@ -1,4 +1,4 @@
-"""The runtime's cached kernels are called by symbol, never linked.
+"""The runtime's cached kernels are called by symbol, not linked into callers.
 
 Numba links the LLVM module of every function a compiled function calls
 into the caller's module, then optimises it and turns it into machine code
@@ -23,7 +23,7 @@ as session 19 did.
 
 The outermost compile's library remembers the kernels it calls, and its
 cache entry's name says how many (``[calls N s2s_ad kernels]``): a process
-loading it loads them first (each a cache entry of its own, about 2 ms), and
+loading it loads them first (each a cache entry of its own, 2-5 ms), and
 a tiered first call that would wait long for them answers from NumPy while
 they load (s2s_ad/backends/tiers.py).
 
