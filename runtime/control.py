@@ -50,11 +50,30 @@ def rows_like(x, m):
     return np.empty((m,) + np.shape(x), dtype=grad_dtype(x))
 
 
-@register_jitable
 def lanes(arrays):
     """The arrays (one per cotangent of a vector-mode sweep, all of one shape)
     side by side on a new last axis: ``lanes(a)[..., q]`` is ``a[q]``."""
     return np.stack(arrays, -1)
+
+
+@overload(lanes)
+def _lanes(arrays):
+    if not (isinstance(arrays, types.UniTuple) and isinstance(arrays.dtype, types.Array)
+            and arrays.dtype.ndim == 1):
+        return lambda arrays: np.stack(arrays, -1)
+
+    # Vectors (a Jacobian's rows): a loop, cheaper to compile than Numba's np.stack.
+    def impl(arrays):
+        n = arrays[0].shape[0]
+        out = np.empty((n, len(arrays)), arrays[0].dtype)
+        for q in range(len(arrays)):
+            a = arrays[q]
+            if a.shape[0] != n:
+                raise ValueError("lanes: arrays of different shapes")
+            for i in range(n):
+                out[i, q] = a[i]
+        return out
+    return impl
 
 
 @register_jitable
@@ -78,12 +97,23 @@ def _rows_like(x, m):
 
 @overload(set_row)
 def _set_row(out, row, value):
+    # Element loops over the row as it is (no contiguous copy or reshape of
+    # a strided value to compile).
+    if isinstance(value, types.Array) and value.ndim == 1:
+        def impl(out, row, value):
+            dst = out[row]
+            if dst.shape != value.shape:
+                raise ValueError("set_row: a row of another shape")
+            for k in range(value.shape[0]):
+                dst[k] = value[k]
+        return impl
     if isinstance(value, types.Array):
         def impl(out, row, value):
-            dst = out[row].reshape(value.size)
-            src = np.ascontiguousarray(value).reshape(value.size)
-            for k in range(value.size):
-                dst[k] = src[k]
+            dst = out[row]
+            if dst.shape != value.shape:
+                raise ValueError("set_row: a row of another shape")
+            for idx in np.ndindex(value.shape):
+                dst[idx] = value[idx]
         return impl
     def impl(out, row, value):
         out[row] = value
