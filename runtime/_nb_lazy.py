@@ -68,10 +68,10 @@ def _patched_get_executable(self, library, fndesc, env):
         _PENDING[name] = (weakref.ref(library), env)
     # What Numba does, without the address: the function object a no-wrapper
     # compile gets is the same (its address was 0, "no such symbol").
-    return _get_executable_without_code(self, library, fndesc, env)
+    return _get_executable_without_code(library, fndesc, env)
 
 
-def _get_executable_without_code(context, library, fndesc, env):
+def _get_executable_without_code(library, fndesc, env):
     library._ensure_finalized()
     doc = "compiled wrapper for %r" % (fndesc.qualname,)
     return _dynfunc.make_function(fndesc.lookup_module(), fndesc.qualname.split(".")[-1],

@@ -2,9 +2,10 @@
 
 The overload implementations that call a kernel only declare it, and so does
 the generated gradient (or, with S2S_AD_LINK_KERNELS=1, it links each kernel
-once); its numbers agree with finite differences; the next process runs the gradient from disk; a kernel saved
-with calls to other kernels whose load records are gone is compiled again,
-not run (MCJIT would abort the process on an unresolved symbol).
+once); its numbers agree with finite differences; the next process runs the
+gradient from disk; a kernel saved with calls to other kernels whose load
+records are gone is compiled again, not run (MCJIT would abort the process
+on an unresolved symbol).
 """
 import json
 import os

@@ -218,16 +218,19 @@ def in_disk_cache(dispatcher, sig):
         return 0
 
 
-def kernels_to_load(dispatcher, sig):
-    """How many of the runtime's kernels the cache entry of ``dispatcher``
-    for ``sig`` calls by symbol (runtime/_nb_link.py): a process loading the
-    entry loads each of them too.  0 where there is no entry."""
+def disk_entry(dispatcher, sig):
+    """``(size, kernels)`` of the entry Numba's disk cache holds for
+    ``dispatcher`` compiled for ``sig``: its size in bytes (at least 1), and
+    how many of the runtime's kernels it calls by symbol (runtime/_nb_link.py),
+    each of which a process loading the entry loads too.  ``(0, 0)`` when
+    there is none.  The entry is read once, not loaded."""
     from .. import runtime
     path = _entry_path(dispatcher, sig)
     try:
-        return 0 if path is None else runtime.declared_kernels(path.read_bytes())
+        data = b"" if path is None else path.read_bytes()
     except OSError:
-        return 0
+        data = b""
+    return (max(1, len(data)), runtime.declared_kernels(data)) if data else (0, 0)
 
 
 def _entry_path(dispatcher, sig):

@@ -142,9 +142,10 @@ class Tier:
         if sig in dispatcher.overloads:
             self.note = "compiled code (already compiled in this process)"
             return
-        size = backends.in_disk_cache(dispatcher, sig)
         waits = getattr(_LOCAL, "eager", False) or getattr(_LOCAL, "disk_only", False)
-        kernels = backends.kernels_to_load(dispatcher, sig) if size and not waits else 0
+        # Waiting, only whether there is an entry matters (its index, not its bytes).
+        size, kernels = (backends.in_disk_cache(dispatcher, sig), 0) if waits else \
+            backends.disk_entry(dispatcher, sig)
         seconds = size * LOAD_SECONDS_PER_BYTE + kernels * LOAD_SECONDS_PER_KERNEL
         if size and not waits and seconds > LOAD_WAIT and \
                 self._numpy_faster(st, leaves, seconds):
