@@ -44,6 +44,8 @@ from .fuzz_programs import (  # noqa: F401  (re-exported: fuzz.Program, fuzz.INS
     EXTRA_HELPERS,
     EXTRAS_SHARE,
     HELPERS,
+    INPLACE_HELPERS,
+    INPLACE_SHARE,
     INSTRUMENT,
     LENGTHS,
     MARGIN,
@@ -200,6 +202,9 @@ def main(argv=None):
                              "compile, about a second each); the others get the python ones")
     parser.add_argument("--no-shrink", action="store_true",
                         help="write each failing program whole instead of cutting it down")
+    parser.add_argument("--inplace", action="store_true",
+                        help="only programs with in-place statements (writes into arrays an "
+                             "earlier adjoint reads: fuzz_programs._InPlace)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes (programs run in chunks of %d, each in a "
@@ -248,7 +253,7 @@ def _run_chunk(work):
     count = skipped = 0
     with tempfile.TemporaryDirectory(prefix="s2s_ad_fuzz_") as folder:
         for index in indices:
-            program = Program(opts.seed, index)
+            program = Program(opts.seed, index, inplace=True if opts.inplace else None)
             fams = families if index % max(1, opts.numba_every) == 0 \
                 else tuple(f for f in families if f != "numba") or families
             try:

@@ -263,14 +263,18 @@ class _Body:
         return lambda T, pad: [f"{pad}{v} = {w} * 1.0", f"{pad}for t in range({trips}):",
                                f"{pad}    {v} = np.tanh({v} * {c} + {v}[0])"]
 
-    def build(self, count, extras=None):
+    def build(self, count, extras=None, inplace=None):
         self.stmts = []
         for _ in range(count):
             self.stmts.append(self.statement())
             if extras is not None and extras.rng.random() < 0.4:
                 self.stmts.append(extras.statement())
+            if inplace is not None and inplace.rng.random() < 0.4:
+                self.stmts.append(inplace.statement())
         if extras is not None:
             self.stmts.append(extras.statement())
+        if inplace is not None:
+            self.stmts.append(inplace.statement())
 
 
 HELPERS = {
@@ -449,10 +453,93 @@ class _Extras:
         return render
 
 
+#: The share of programs with in-place statements (see :class:`_InPlace`).
+INPLACE_SHARE = 0.25
+
+#: The helper the in-place statements call: it writes into its argument.
+INPLACE_HELPERS = {
+    "p_shift": lambda T: ["def p_shift(buf, c):", "    buf[1:] = buf[1:] + c * buf[:-1]",
+                          "    buf[0] = buf[0] * 0.9"],
+}
+
+#: Rules whose adjoint reads their output, as the in-place statements apply them.
+OUT_READERS = ("np.tanh({})", "np.exp(0.5 * np.tanh({}))", "np.sqrt(({}) ** 2 + 0.5)",
+               "1.0 / (1.0 + ({}) ** 2)", "np.sin({})")
+
+
+class _InPlace:
+    """Statements that write in place into arrays an earlier adjoint reads.
+
+    Each makes a new vector ``u`` from one of the body's: the output of a rule
+    whose adjoint reads it (``np.tanh``, ``np.exp``, ``np.sqrt``, ``1 / x``,
+    ``np.sin``), or an operand of a product, and then writes into it -- a
+    slice update (``u[1:] = u[1:] + c * u[:-1]``), an element, ``+=`` and
+    ``*=``, ``+=`` through a view (``tail = u[1:]; tail += ...``), a helper
+    writing into its argument, element writes in an inner loop, a write in
+    one branch -- in a ``for`` or ``while`` loop whose next iteration applies
+    the rule again, or once after a product read it.  The vector becomes the
+    body's newest, so the entry points return it.
+    """
+
+    def __init__(self, rng, body, program):
+        self.rng, self.body, self.program = rng, body, program
+        self.count = 0
+
+    def pick(self, options):
+        return options[self.rng.integers(len(options))]
+
+    def statement(self):
+        b, r, n = self.body, self.rng, self.body.n
+        self.count += 1
+        k = self.count
+        u, w, v = f"u{k}", self.pick(b.vecs), self.pick(b.vecs)
+        act = self.pick(OUT_READERS)
+        c, j, tie = _c(r, 0.2, 0.7), int(r.integers(0, n)), _c(r)
+        trips = int(r.integers(1, 4))
+        kind = self.pick(["slice", "element", "iadd", "imul", "view", "helper", "inner",
+                          "branch", "operand", "operand"])
+        if n < 2 and kind in ("slice", "view", "inner"):
+            kind = "element"
+        write = {
+            "slice": lambda T: [f"{u}[1:] = {u}[1:] + {c} * {u}[:-1]"],
+            "element": lambda T: [f"{u}[{j}] = {u}[{j}] * {c} + 0.1 * {v}[{j}]"],
+            "iadd": lambda T: [f"{u} += {c} * {v}"],
+            "imul": lambda T: [f"{u} *= {c}"],
+            "view": lambda T: [f"tail{k} = {u}[1:]", f"tail{k} += {c} * {v}[:-1]"],
+            "helper": lambda T: [f"p_shift({u}, {c})"],
+            "inner": lambda T: [f"for i in range(1, {n}):",
+                                f"    {u}[i] = {u}[i] + {c} * {u}[i - 1]"],
+            "branch": lambda T: [f"if {T.gt(f'{u}[{j}]', tie)}:",
+                                 f"    {u}[0] = {u}[0] * 0.5 + 0.2",
+                                 "else:", f"    {u}[{j}] = {u}[{j}] - {c} * {v}[{j}]"],
+        }
+        if kind == "helper" and "p_shift" not in self.program.extra_helpers:
+            self.program.extra_helpers.append("p_shift")
+        b.vecs.append(u)
+        if kind == "operand":
+            s = b.fresh("s")
+            b.scals.append(s)
+            return lambda T, pad: [f"{pad}{u} = {w} * 1.0",
+                                   f"{pad}{s} = np.sum({u} * {v}) + np.sum(np.tanh({u}))",
+                                   f"{pad}{u}[{j}] = {s} * 0.3",
+                                   f"{pad}{u}[0] = {u}[0] + {c} * {v}[{n - 1}]"]
+        lines = write[kind]
+        loop = self.pick(["for", "for", "while"])
+
+        def render(T, pad):
+            body = [f"{pad}    {ln}" for ln in lines(T)] + [f"{pad}    {u} = {act.format(u)}"]
+            if loop == "for":
+                return [f"{pad}{u} = {act.format(w)}", f"{pad}for t{k} in range({trips}):"] + body
+            head = [f"{pad}{u} = {act.format(w)}", f"{pad}k{k} = 0",
+                    f"{pad}while k{k} < {trips}:"]
+            return head + body + [f"{pad}    k{k} += 1"]
+        return render
+
+
 class Program:
     """Program ``index`` of ``seed``: its source, sample arguments and transforms."""
 
-    def __init__(self, seed, index, extras=True):
+    def __init__(self, seed, index, extras=True, inplace=None):
         self.seed, self.index = seed, index
         self.name = f"fuzz_{seed}_{index}"
         rng = np.random.default_rng([seed, index])
@@ -474,7 +561,13 @@ class Program:
         xrng = np.random.default_rng([seed, index, 1])
         self.extras = bool(extras and xrng.random() < EXTRAS_SHARE)
         self.extra_helpers = []
-        body.build(int(rng.integers(2, 6)), _Extras(xrng, body, self) if self.extras else None)
+        # The in-place statements have a stream of their own too; ``inplace``
+        # True gives every program some, False none, None the share
+        # :data:`INPLACE_SHARE`.
+        prng = np.random.default_rng([seed, index, 2])
+        self.inplace = bool(prng.random() < INPLACE_SHARE) if inplace is None else inplace
+        body.build(int(rng.integers(2, 6)), _Extras(xrng, body, self) if self.extras else None,
+                   _InPlace(prng, body, self) if self.inplace else None)
         self.body = body
         last_v, last_s = body.vecs[-1], (body.scals[-1] if body.scals else "0.5")
         other_v = body.pick(body.vecs)
@@ -508,7 +601,7 @@ class Program:
                 lines += ["", ""] + HELPERS[h](T)
         for h in self.extra_helpers:
             if f"{h}(" in text:
-                lines += ["", ""] + EXTRA_HELPERS[h](T)
+                lines += ["", ""] + {**EXTRA_HELPERS, **INPLACE_HELPERS}[h](T)
         for fname, ret in entries:
             lines += ["", "", f"def {fname}({', '.join(self.params)}):", *body,
                       f"    return {ret}"]

@@ -14,8 +14,8 @@ Two sets of live names: ``values`` (their values are read) and ``shapes``
 (only their shapes, dtypes or lengths).  Walking backwards:
 
 * an element write into ``a`` is kept when ``a``'s value, or that of any
-  name looking into the same memory (``roots``: view -> the array it looks
-  into), is live; a write into something that is not an array
+  name looking into the same memory (``roots``: view -> the arrays it may
+  look into), is live; a write into something that is not an array
   (``is_array``) is kept whenever ``a`` is live at all;
 * any other statement is kept when a target is live; its operands' values
   become live, except that a view or copy (``x[i:]``, ``x.reshape(...)``,
@@ -41,7 +41,7 @@ class _Live:
         for n in names:
             if n not in self.values:
                 self.values.add(n)
-                self.value_roots.add(self.roots.get(n, n))
+                self.value_roots |= self.roots.get(n, {n})
 
     def copy(self):
         out = _Live((), self.shapes, self.roots)
@@ -63,7 +63,7 @@ def keep_values(body, values, shapes, roots, is_array, extra_defs=None, loops=()
     """Ids of the statements of ``body`` needed for ``values`` (names whose
     values are read afterwards) and ``shapes`` (names read for their shape).
 
-    ``roots``: each view's name -> the array it looks into; ``is_array(name)``:
+    ``roots``: each view's name -> the arrays it may look into; ``is_array(name)``:
     whether a name is an array (whose element writes keep its shape);
     ``extra_defs`` and ``loops`` as in :func:`dce.keep`.
     """
@@ -81,7 +81,7 @@ def _keep(body, live, ctx):
             live.add_values(reads(s))
         elif isinstance(s, Prim) and s.rule.mutates:
             a = s.args[0].name
-            needed = a in live.values or live.roots.get(a, a) in live.value_roots \
+            needed = a in live.values or live.roots.get(a, {a}) & live.value_roots \
                 or (a in live.shapes and not is_array(a)) \
                 or live.any(set(extra.get(id(s), ())))
             if needed:

@@ -16,6 +16,7 @@ from ..errors import UnsupportedSyntaxError
 from .cuda_float32 import float32_constants
 from .cuda_local import (
     StaticShapes,
+    _appended,
     array_slots,
     augassign,
     pop_local,
@@ -437,13 +438,51 @@ def _user_line(lines, lineno):
     return None, None
 
 
+def _late_pushes(tree):
+    """Pushes of loop-carried arrays moved to where the iteration is done with them.
+
+    The CPU sweep pushes a carried array at the top of the loop body, by
+    reference: what it pops is the array as the later writes left it, and
+    the restores of those writes, run in reverse, give each adjoint the
+    values of its own statement.  A thread's tape holds values, so a push at
+    the top would keep the values from before the body's writes.  A carried
+    array the body writes into is pushed instead just before the body
+    rebinds it (or at the end of the body), after its writes: the restores
+    then give the same values as on the CPU.
+    """
+    for loop in ast.walk(tree):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        body = loop.body
+        k = 0
+        while k < len(body) and isinstance(body[k], ast.Expr) and \
+                _appended(body[k].value) is not None:
+            k += 1
+        for push in list(body[:k]):
+            name = push.value.args[0]
+            if not isinstance(name, ast.Name):
+                continue
+            rest = body[body.index(push) + 1:]
+            if not any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                       and t.value.id == name.id for s in rest for n in ast.walk(s)
+                       if isinstance(n, (ast.Assign, ast.AugAssign))
+                       for t in (n.targets if isinstance(n, ast.Assign) else [n.target])):
+                continue
+            body.remove(push)
+            at = next((j for j, s in enumerate(body) if isinstance(s, ast.Assign) and
+                       any(isinstance(t, ast.Name) and t.id == name.id for t in s.targets)),
+                      len(body))
+            body.insert(at, push)
+    return tree
+
+
 def device_source(source, entry, arrays=None, shapes=None, floats="float64", float_args=()):
     """The generated per-example module rewritten as device code, and whether
     its entry takes a tape.  ``arrays``: the entry's array arguments and
     their ranks; ``shapes``: their shapes; ``floats``: the dtype of the
     per-thread arrays (see :mod:`s2s_ad.api.cuda_local`); ``float_args``: the
     entry's float arguments (for float32 constants, :mod:`s2s_ad.api.cuda_float32`)."""
-    tree = ast.parse(source)
+    tree = _late_pushes(ast.parse(source))
     rewrite = _DeviceRewrite(source)
     rewrite.entry, rewrite.arrays = entry, dict(arrays or {})
     rewrite.local, rewrite.floats = StaticShapes(tree, entry, dict(shapes or {})), floats

@@ -357,6 +357,17 @@ def array_slots(shapes, function):
     return [(None, slots)] if slots else []
 
 
+def _written_into(sh, fn):
+    """Names function ``fn`` writes elements of (``a[i] = v``, ``a[i] += v``)."""
+    cache = sh.__dict__.setdefault("_written_into", {})
+    if fn not in cache:
+        cache[fn] = {t.value.id for node in ast.walk(sh.functions[fn])
+                     if isinstance(node, (ast.Assign, ast.AugAssign))
+                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)}
+    return cache[fn]
+
+
 def rewrite_assign(rw, node):
     """``node`` rewritten when it creates or reshapes an array of static shape
     (statements), else None.  ``rw``: the device rewrite (its ``local``
@@ -393,8 +404,13 @@ def rewrite_assign(rw, node):
         return shapes.get(n.id, ()) if isinstance(n, ast.Name) else ()
     value = same_array(value, shapes) or value
     if isinstance(value, ast.Name):
-        if sh.created.get(fn, {}).get(value.id, 0) > 0 and of(value):
-            # made inside a loop, where its buffer is written again each iteration: copied
+        created = sh.created.get(fn, {})
+        if of(value) and (created.get(value.id, 0) > 0 or value.id in created and
+                          name in _written_into(sh, fn)):
+            # made inside a loop, where its buffer is written again each
+            # iteration, or copied into a name written into: a thread's tapes
+            # hold values, not arrays, so the copy keeps the value the
+            # adjoint sweep reads (``u_1 = u`` before a loop writing ``u_1``)
             return _alloc(rw, node, name, of(value)) + parsed_at(
                 f"rtd.copy_into({name}, {value.id}, 1.0)", node)
         return [ast.Assign([target], value, lineno=node.lineno)] \

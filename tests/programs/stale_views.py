@@ -35,6 +35,12 @@ def reshaped_then_written(a):
     return np.sum(r * r)
 
 
+def reshaped_slice_then_written(a):
+    r = a[1:].reshape(2, 2).T
+    a[1] = 3.0 * a[0]
+    return np.sum(r * r * np.arange(4.0).reshape(2, 2))
+
+
 def element_then_write(a):
     t = a[1]                    # a number: NumPy copies it
     a[1] = 5.0 * a[0]

@@ -344,9 +344,12 @@ class Calls:
             self.views.add(target)
             if rule.name == "getitem" and self.view_of is not None:
                 self.view_of[target] = (operands[0], params["index"])
-            # An element read (rank 0) is a number, not a view: NumPy copies it.
+            elif self.view_of is not None and isinstance(operands[0], Var):
+                self.remade[target] = (rule, list(operands), dict(params))
+            # An element read (rank 0) is a number, not a view: NumPy copies it;
+            # a value of unknown rank may be a view.
             if self.writes is not None and isinstance(operands[0], Var) and \
-                    (rank_of(Var(target), self.ranks) or 0) >= 1:
+                    rank_of(Var(target), self.ranks) != 0:
                 root = self.root(operands[0]).name
                 self.made_at[target] = (root, self.writes.get(root, 0))
         if key is not None:

@@ -160,7 +160,7 @@ class Inlining:
         values, writebacks = self.view_arguments(fn, values, node)
         src = self.program.source(fn)
         child = self._inlined(src, values)
-        child.view_of, child.effects = self.view_of, 0
+        child.view_of, child.remade, child.effects = self.view_of, self.remade, 0
         ret = self._lower_body(child, src.node.body, fn)
         for name in child.arg_writes:           # the caller's arrays it wrote into
             self.note_write(Var(name), node)
@@ -232,6 +232,7 @@ class Inlining:
         child.consts, child.body, child.loops = self.consts, self.body, self.loops
         child.cse, child.views, child.ranks = self.cse, self.views, self.ranks
         child.writes, child.made_at = self.writes, self.made_at
+        child.copied_from, child.outer_envs = self.copied_from, self.outer_envs + (self.env,)
         child.params, child.written = self.params, self.written
         child.arguments = {leaf.name for v in values for leaf in _leaves(v)
                            if isinstance(leaf, Var)}

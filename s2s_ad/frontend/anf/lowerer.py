@@ -34,7 +34,10 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
     """Lowers one function body; one instance per (function, structure)."""
 
     view_of = None            # see __init__ (None in lowerers that do not track views)
+    remade = None             # see __init__
     writes = None             # see __init__
+    copied_from = None        # see __init__
+    outer_envs = ()           # the callers' environments, in an inlined helper
 
     effects = 0               # calls so far that wrote into an array their caller passed
 
@@ -50,10 +53,14 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
         self.cse = {}             # id(block) -> {primitive key: its value}
         self.views = set()        # names that may share another array's memory
         self.view_of = {}         # a view made by indexing -> (array, index)
+        self.remade = {}          # another view (a reshape...) -> (rule, operands, params)
         # Writes into each array so far (its root's name -> count), and each
         # view's (root, count) when it was made: a view read after a write
         # into its array is read again from the array (Memory.current_view).
         self.writes, self.made_at = {}, {}
+        # Arrays a join or loop header copies into another name -> the names
+        # copied from: one array under two names (see Memory.check_aliases).
+        self.copied_from = {}
         self.node = src.node
         self.param_trees = []
         self.params = []

@@ -1,6 +1,8 @@
 """Writes into arrays: which arrays a statement may write (views share memory
 with their base), and helpers that update an argument in place, inlined.
 """
+import gast
+
 from ... import rules
 from ...analyses.ranks import rank_of
 from ...ir import (
@@ -12,6 +14,10 @@ from ...ir import (
     tree_of,
 )
 from .common import _leaves, map_values
+
+#: How an augmented assignment's operator is written, for messages.
+_OPS = {gast.Add: "+=", gast.Sub: "-=", gast.Mult: "*=", gast.Div: "/=", gast.Pow: "**=",
+        gast.FloorDiv: "//=", gast.Mod: "%=", gast.MatMult: "@="}
 
 
 class Memory:
@@ -32,6 +38,7 @@ class Memory:
                              "array first (a = np.copy(A))")
         if storage.name in self.params:
             self.written.add(storage.name)
+        self.check_aliases(storage, target)
         self.note_write(storage, target)
         if storage.name in self.views:
             raise self.error(target, "writing into a view of another array (a slice, row, "
@@ -40,6 +47,38 @@ class Memory:
                              "rather than row = M[i]; row[j] = v), or copy the view first "
                              "(row = np.copy(M[i]))")
         return storage
+
+    def check_aliases(self, storage, node):
+        """Refuse a write into an array that another name still holds through
+        a join or a loop header (``r = p`` in one branch and ``r = q`` in the
+        other, then ``r[0] = v``; ``w = u`` before a loop that writes ``u``):
+        NumPy's write changes what the other name sees, which the lowered
+        code, giving each name its own value, cannot follow."""
+        if not self.copied_from:
+            return
+        targets = {}
+        for t, sources in self.copied_from.items():
+            for s in sources:
+                targets.setdefault(s, set()).add(t)
+        group, todo = set(), [storage.name]
+        while todo:
+            n = todo.pop()
+            if n not in group:
+                group.add(n)
+                todo += list(self.copied_from.get(n, ())) + list(targets.get(n, ()))
+        group.discard(storage.name)
+        if not group:
+            return
+        for env in (self.env,) + tuple(self.outer_envs):
+            for name, v in env.items():
+                held = [leaf.name for leaf in _leaves(v) if isinstance(leaf, Var)]
+                if any(h in group for h in held) and storage not in _leaves(v):
+                    raise self.error(node, f"this write changes an array that '{name}' also "
+                                     f"holds (the two names were made one array by an "
+                                     f"assignment before a loop or in a branch), so NumPy "
+                                     f"changes '{name}' too; copy it where the names part "
+                                     f"(np.copy(...)) if '{name}' should keep its values, or "
+                                     f"use one name")
 
     def note_write(self, value, node):
         """Record a write into ``value`` if it is one of the arguments."""
@@ -55,6 +94,40 @@ class Memory:
         if self.arguments is None or not isinstance(value, Var) or \
                 value.name not in self.arguments or rank_of(value, self.ranks) == 0:
             return False      # a number: ``x += e`` rebinds the helper's name only
+        storage = self.writable(value, node)
+        new = self.operator(node.op, [value, self.expr(node.value)], node)
+        self.emit_setitem(storage, Const(slice(None)), new)
+        return True
+
+    def shared_update(self, target, node):
+        """``x += e`` where another name sees ``x``'s array: ``x`` is a view
+        of an array (``tail = u[1:]; tail += e`` updates ``u``), another name
+        holds the same array, or a view of it was made.  NumPy updates the
+        array in place, so the others see the update: it is lowered as a
+        write (``u[1:] = u[1:] + e``, ``x[:] = x + e``).  Returns whether the
+        update was lowered so."""
+        value = self.env[target.id]
+        if self.writes is None or not isinstance(value, Var) or rank_of(value, self.ranks) == 0:
+            return False
+        if value.name in self.views:
+            origin = (self.view_of or {}).get(value.name)
+            if origin is None or not isinstance(origin[0], Var) or origin[0].name in self.views:
+                raise self.error(node, f"'{target.id} {_OPS.get(type(node.op), '?=')}' updates "
+                                 f"a view (a reshape, transpose or slice of a slice) in place, "
+                                 f"which changes the array it looks into; update the array "
+                                 f"itself, or copy the view first (np.copy(...))")
+            array, index = origin
+            current = self.current_view(value, target)
+            new = self.operator(node.op, [current, self.expr(node.value)], node)
+            self.emit_setitem(self.writable(array, node), index, new)
+            return True
+        if rank_of(value, self.ranks) is None:
+            return False          # perhaps a number: ``x += e`` rebinds the name
+        others = any(leaf == value for name, v in self.env.items() if name != target.id
+                     for leaf in _leaves(v))
+        viewed = any(root == value.name for root, _ in self.made_at.values())
+        if not (others or viewed):
+            return False
         storage = self.writable(value, node)
         new = self.operator(node.op, [value, self.expr(node.value)], node)
         self.emit_setitem(storage, Const(slice(None)), new)
@@ -124,9 +197,9 @@ class Memory:
     def current_view(self, value, node):
         """``value``, or -- when it is a view of an array written into since the
         view was made -- the view read again from the array: a NumPy view sees
-        the write, so its derivative must too (re-slicing is exactly what the
-        view holds).  A view that is not one slice of an array cannot be read
-        again and is refused."""
+        the write, so its derivative must too (re-slicing, or reshaping the
+        array or its slice again, is exactly what the view holds).  A view
+        made otherwise cannot be read again and is refused."""
         if self.writes is None or not isinstance(value, Var) or \
                 value.name not in self.made_at:
             return value
@@ -134,6 +207,11 @@ class Memory:
         if self.writes.get(root, 0) == count:
             return value
         origin = (self.view_of or {}).get(value.name)
+        remade = (self.remade or {}).get(value.name)
+        if origin is None and remade is not None and self.root(remade[1][0]).name == root:
+            rule, operands, params = remade     # a reshape (of a slice) of the array
+            return self.emit(rule, [self.current_view(v, node) if isinstance(v, Var) else v
+                                    for v in operands], params, node)
         if origin is None or not isinstance(origin[0], Var) or origin[0].name != root:
             raise self.error(node, f"'{node.id}' is a view (a reshape, transpose or slice of a "
                              f"slice) of an array written into since it was made; NumPy's "

@@ -153,12 +153,13 @@ class Statements:
         return value.value if isinstance(value, Const) else _UNKNOWN
 
     def stmt_AugAssign(self, node):
-        # ``x += e`` rebinds ``x`` to ``x + e`` (for arrays too: no other
-        # name sees the update, unlike NumPy's in-place ``+=``).
+        # ``x += e`` rebinds ``x`` to ``x + e`` where no other name sees the
+        # array; where one does (a view, an alias, a helper's argument) it is
+        # NumPy's in-place update.
         target = node.target
         if isinstance(target, gast.Name):
             if target.id in self.env:
-                if self.in_place_update(target, node):
+                if self.in_place_update(target, node) or self.shared_update(target, node):
                     return
                 self.note_write(self.env[target.id], node)
             load = gast.copy_location(gast.Name(target.id, gast.Load(), None, None), target)
@@ -272,6 +273,9 @@ class Statements:
         elif value != target:
             block.append(Prim([target.name], rules.RULES["copy"], [value], {}, None))
             self.note_rank(target.name, rank_of(value, self.ranks))
+            if self.copied_from is not None and isinstance(value, Var) and \
+                    rank_of(value, self.ranks) != 0:
+                self.copied_from.setdefault(target.name, set()).add(value.name)
             if isinstance(value, Var) and value.name in self.views:
                 self.views.add(target.name)
 
@@ -517,6 +521,8 @@ class Statements:
             self.views.add(new.name)
         if self.view_of and old.name in self.view_of:
             self.view_of[new.name] = self.view_of[old.name]
+        if self.remade and old.name in self.remade:
+            self.remade[new.name] = self.remade[old.name]
         if self.made_at and old.name in self.made_at:
             self.made_at[new.name] = self.made_at[old.name]
         for table in self.cse.values():

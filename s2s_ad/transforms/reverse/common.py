@@ -25,6 +25,15 @@ VIEWS = frozenset({name for name, rule in RULES.items() if rule.view}
                   | {"getitem", "copy", "stop_gradient"})
 
 
+def rooted(roots, names):
+    """The arrays that ``names`` may look into (``roots``: see
+    ``ReverseWriter._view_roots``; a name not in it is its own array)."""
+    out = set()
+    for n in names:
+        out |= roots.get(n, {n})
+    return out
+
+
 def blocks_of(s):
     return [x for b in blocks(s) for x in b]
 

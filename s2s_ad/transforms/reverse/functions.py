@@ -212,25 +212,48 @@ class Functions:
                                       ast.Load())))
         out.blank()
         codegen.def_line(out, bwd_name, self.fn.params + residuals + cot_params)
+        put_back = []
         if self.module.repeated:
             out.indent = 1
-            self._keep_residuals(out, residuals)
+            put_back = self._keep_residuals(out, residuals)
         out.lines.extend(back.lines)
         out.indent = 1
+        for line in put_back:
+            out.line(line)
         out.node(ret)
         out.blank()
         return out.tree(), residuals
 
     def _keep_residuals(self, out, residuals):
         """Where the caller's adjoint sweep runs more than once (one per row of a
-        Jacobian), the bwd function works on copies of the residuals it changes:
-        the lists it pops and the arrays it writes overwritten values back into."""
+        Jacobian), the bwd function leaves the residuals as it found them: it
+        pops copies of the lists, and the arrays it writes overwritten values
+        back into -- a restored array, the arrays on the stack of a name that
+        may hold one, an array another residual holds -- get their values
+        back before it returns (in place: two residuals may hold one array).
+        Returns the statements that put them back, for the end."""
         popped = {n for n in self.stacks.values() if n in self.used and n not in self.tops}
-        restored = {s.args[0].name for s in walk(self.fn.body)
-                    if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        written = {s.args[0].name for s in walk(self.fn.body)
+                   if isinstance(s, Prim) and s.rule.mutates and id(s) in self.saves}
+        roots = self._storage_read(written)
+        stacked = {stack for (name, kind), stack in self.stacks.items()
+                   if kind == "stack" and self._storage_read({name}) & roots}
+        always = self._top_level_defs()
+        back = []
         for r in residuals:
+            kept, values = self.names.fresh(f"{r}_kept"), self.names.fresh(f"{r}_values")
             if r in popped:
+                if r in stacked:
+                    each, k = self.names.fresh("a"), self.names.fresh("k")
+                    out.line(f"{kept} = {r}")
+                    out.line(f"{values} = [rt.snapshot({each}) for {each} in {kept}]")
+                    back += [f"for {k} in range(len({kept})):",
+                             f"    rt.copy_into({kept}[{k}], {values}[{k}])"]
                 out.node(assign(r, ast.Call(ast.Attribute(codegen.name(r), "copy", ast.Load()),
                                             [], [])))
-            elif r in restored:
-                out.node(assign(r, call("rt.snapshot", codegen.name(r))))
+            elif r in written or (r in always and (self.ranks.get(r) or 0) >= 1
+                                  and self._storage_read({r}) & roots):
+                out.line(f"{kept} = {r}")
+                out.line(f"{values} = rt.snapshot({r})")
+                back.append(f"rt.copy_into({kept}, {values})")
+        return back

@@ -21,6 +21,7 @@ import ast
 
 from ...ir import Prim, all_blocks
 from ...rules import RULES
+from .common import rooted
 
 #: Calls whose argument at these positions is read for its shape (and dtype)
 #: only: the adjoint helpers below, and the primitives declared ``metadata``
@@ -113,7 +114,7 @@ def adjoint_reads(emitted, roots, view_bases, unplaced):
     statement (the seeds, the returned expression).  Returns (id -> set of
     root arrays, set of root arrays read where no statement places them).
     """
-    root = lambda names: {roots.get(n, n) for n in names}      # noqa: E731
+    root = lambda names: rooted(roots, names)      # noqa: E731
     placed = {k: root(value_reads(nodes, view_bases)) for k, nodes in emitted.items()}
     return placed, root(value_reads(unplaced, view_bases))
 
@@ -124,5 +125,5 @@ def primal_reads(nodes, recomputed, view_bases, roots, reads_all):
     reads for their shapes alone; see ``analyses.shape_live``.  A recomputed
     view read for its values makes the array it looks into a value read."""
     read = value_reads(nodes, view_bases)
-    values = (read - recomputed) | {roots.get(n, n) for n in read & recomputed if n in roots}
+    values = (read - recomputed) | rooted(roots, {n for n in read & recomputed if n in roots})
     return values, set(reads_all) - values

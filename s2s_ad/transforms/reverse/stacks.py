@@ -20,7 +20,7 @@ from ...ir import (
     var_names,
     walk,
 )
-from .common import _targets
+from .common import _targets, rooted
 
 
 class _ForwardHooks(codegen.Hooks):
@@ -259,8 +259,7 @@ class Stacks:
 
     def _storage_read(self, reads):
         """Arrays written in place whose contents (or a view's) the adjoint reads."""
-        root = self._view_roots()
-        return {root.get(n, n) for n in reads}
+        return rooted(self._view_roots(), reads)
 
     def _stack_names(self):
         """The stacks the sweeps use, and the indices of their tops."""

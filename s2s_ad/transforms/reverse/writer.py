@@ -22,7 +22,7 @@ from ...ir import (
     var_names,
     walk,
 )
-from .common import VIEWS, _targets
+from .common import VIEWS, _targets, rooted
 from .functions import Functions
 from .loops import Loops
 from .peepholes import _increments, _kept_sums, _row_sums, _same_shape, _shifted_same_shape
@@ -79,6 +79,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         # value -> a view of its shape, read by adjoints that need only the shape
         self.shape_source = shape_sources(fn, self.classes, self._slice_view)
         self._depth = 0        # how many loops and branches the adjoint being written is in
+        self._roots = self._earlier = None   # see _view_roots, _earlier_iterations
 
     def _sweeps(self, seed_exprs, returns, live_out=()):
         """(primal sweep writer, adjoint sweep writer, return statement)."""
@@ -91,7 +92,8 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         # the same array save values of different types.
         self.saves = {id(s): self._stack(s.args[0].name, ("saved", id(s)))
                       for s in walk(self.fn.body)
-                      if isinstance(s, Prim) and s.rule.mutates and s.args[0].name in saved_arrays
+                      if isinstance(s, Prim) and s.rule.mutates
+                      and self._storage_read({s.args[0].name}) & saved_arrays
                       and id(s) in read_before}
         self.push_end, self.push_top, self.used = {}, {}, set(self.saves.values())
         back, ret = self._sweep(seed_exprs, returns)
@@ -154,7 +156,8 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         """
         placed, anywhere = adjoint if adjoint is not None else (None, set())
         root = self._view_roots()
-        roots = lambda names: {root.get(n, n) for n in names}       # noqa: E731
+        roots = lambda names: rooted(root, names)       # noqa: E731
+        earlier = self._earlier_iterations()
         places, defs, called = [], {}, set()
 
         def visit(body, path, loops):
@@ -181,20 +184,27 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         for w, wpath, wloops, wreads in places:
             if not (isinstance(w, Prim) and w.rule.mutates):
                 continue
-            a = root.get(w.args[0].name, w.args[0].name)
-            made = defs.get(a, [])
-            fresh = set(made[0]) if len(made) == 1 and a not in self.fn.params else set()
-            if a in called or a in wreads or a in anywhere:
+            if any(self._read_before(a, w, wpath, wloops, wreads, places, defs,
+                                     called | anywhere, earlier.get(w.args[0].name, ()))
+                   for a in root.get(w.args[0].name, (w.args[0].name,))):
                 out.add(id(w))
-                continue
-            for r, rpath, rloops, rreads in places:
-                if a not in rreads or r is w:
-                    continue
-                shared = set(rloops) & set(wloops)
-                if rpath < wpath or shared - fresh:
-                    out.add(id(w))
-                    break
         return out
+
+    def _read_before(self, a, w, wpath, wloops, wreads, places, defs, always, earlier):
+        """Whether a read of the array ``a`` may precede the write ``w`` into
+        it.  An array made once inside a loop is new in every iteration:
+        a read in an earlier iteration saw another array, unless the write
+        goes through a name carried from an earlier iteration (``earlier``,
+        the loops whose earlier iterations may have made what it holds)."""
+        made = defs.get(a, [])
+        fresh = set(made[0]) if len(made) == 1 and a not in self.fn.params else set()
+        fresh -= set(earlier)
+        if a in always or a in wreads:
+            return True
+        for r, rpath, rloops, rreads in places:
+            if a in rreads and r is not w and (rpath < wpath or set(rloops) & set(wloops) - fresh):
+                return True
+        return False
 
     def _call_defs(self):
         """Residual names each split helper call defines, by statement id."""
@@ -252,12 +262,39 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         return w, ret
 
     def _view_roots(self):
-        """Each view's (or alias's) name -> the array it looks into."""
-        root = {}
-        for s in walk(self.fn.body):
-            if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
-                root[s.targets[0]] = root.get(s.args[0].name, s.args[0].name)
-        return root
+        """Each view's (or alias's) name -> the arrays it may look into.
+
+        A set, not one array: a loop-carried name holds the value it entered
+        with or one an earlier iteration made, and an if's join either
+        branch's value, so a write through it may reach any of them.
+        """
+        if self._roots is None:
+            parents = {}
+            for s in walk(self.fn.body):
+                if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
+                    parents.setdefault(s.targets[0], set()).add(s.args[0].name)
+            self._roots = {n: r or frozenset({n})
+                           for n, r in _closure(parents, lambda p: {p}).items()}
+        return self._roots
+
+    def _earlier_iterations(self):
+        """Name -> the loops an earlier iteration of which may have made the
+        array it holds (or looks into): a loop's carried names, and views and
+        aliases of them.  A write through such a name reaches values that
+        reads in earlier iterations saw."""
+        if self._earlier is None:
+            parents, own = {}, {}
+            for s in walk(self.fn.body):
+                if isinstance(s, (For, While)):
+                    for h in s.carried:
+                        own.setdefault(h, set()).add(id(s))
+                if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
+                    parents.setdefault(s.targets[0], set()).add(s.args[0].name)
+            for h in own:
+                parents.setdefault(h, set())
+            closed = _closure(parents, lambda p: set(), own)
+            self._earlier = {n: loops for n, loops in closed.items() if loops}
+        return self._earlier
 
     def _capture_mutated_outputs(self, out, value, back=None):
         """``value`` with the names the adjoint sweep changes captured first.
@@ -280,3 +317,21 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         if renames:
             value = Subst({k: codegen.name(v) for k, v in renames.items()}).visit(value)
         return value
+
+
+def _closure(parents, leaf, own=None):
+    """name -> the union, over the names ``parents[name]`` it is made from,
+    of ``leaf(p)`` for a ``p`` that has no parents and of its closure for one
+    that has, plus ``own[name]``; settled by iteration (loop-carried names
+    make the graph cyclic)."""
+    out = {n: set((own or {}).get(n, ())) for n in parents}
+    changed = True
+    while changed:
+        changed = False
+        for n, ps in parents.items():
+            new = set(out[n])
+            for p in ps:
+                new |= out[p] if p in parents else leaf(p)
+            if new != out[n]:
+                out[n], changed = new, True
+    return {n: frozenset(v) for n, v in out.items()}
