@@ -105,7 +105,8 @@ class Memory:
         holds the same array, or a view of it was made.  NumPy updates the
         array in place, so the others see the update: it is lowered as a
         write (``u[1:] = u[1:] + e``, ``x[:] = x + e``).  Returns whether the
-        update was lowered so."""
+        update was lowered so.  Only names still bound count: a slice read
+        inside an expression (``u[1:] - u[:-1]``) is gone by the update."""
         value = self.env[target.id]
         if self.writes is None or not isinstance(value, Var) or rank_of(value, self.ranks) == 0:
             return False
@@ -123,9 +124,11 @@ class Memory:
             return True
         if rank_of(value, self.ranks) is None:
             return False          # perhaps a number: ``x += e`` rebinds the name
-        others = any(leaf == value for name, v in self.env.items() if name != target.id
-                     for leaf in _leaves(v))
-        viewed = any(root == value.name for root, _ in self.made_at.values())
+        held = [leaf for k, env in enumerate((self.env,) + tuple(self.outer_envs))
+                for name, v in env.items() if k or name != target.id
+                for leaf in _leaves(v) if isinstance(leaf, Var)]
+        others = value in held
+        viewed = any(self.made_at.get(leaf.name, (None,))[0] == value.name for leaf in held)
         if not (others or viewed):
             return False
         storage = self.writable(value, node)
