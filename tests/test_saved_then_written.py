@@ -152,3 +152,27 @@ def _fresh_each_iteration(x):
         b[0] = 0.5 * x[1]
         s = s + np.sum(np.sin(b))
     return s
+
+
+@pytest.mark.parametrize("which", sorted(sw.OUT_READERS))
+def test_every_elementwise_rule_reading_its_output(which):
+    x = np.array([0.3, -0.8, 1.1, 0.5])
+    report = oracle.check_all(sw.out_reader_written, (x, which), 0, (0, None),
+                              name=f"out_reader_written[{which}]", families=("python",),
+                              batched_args=(np.stack([x, x * 0.9 + 0.05]), which),
+                              transforms=("grad", "jvp", "jacrev", "vmap_grad"))
+    _clean(report)
+
+
+def test_max_and_min_read_an_operand_written_later():
+    x = np.array([0.3, -0.8, 1.1, 0.5])
+    _clean(oracle.check_all(sw.extremum_written, (x,), 0, (0,), name="extremum_written",
+                            families=("python",), transforms=("grad", "jvp", "jacrev")))
+
+
+@pytest.mark.parametrize("which", sorted(sw.LINALG))
+def test_every_matrix_rule_reading_its_result(which):
+    x = np.array([0.3, -0.8, 0.6])
+    _clean(oracle.check_all(sw.linalg_written, (x, which), 0, (0, None),
+                            name=f"linalg_written[{which}]", families=("python",),
+                            transforms=("grad", "jvp", "jacrev")))

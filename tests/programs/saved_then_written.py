@@ -13,6 +13,7 @@ where one array has two names that the lowered code cannot keep one (a join,
 a loop header), refused at the write.
 """
 import numpy as np
+import scipy.special
 
 
 def tanh_stencil(x):
@@ -195,6 +196,27 @@ def rnn_state(x, W):
     return np.sum(h * x)
 
 
+def _passes_through(v):
+    return v
+
+
+def _tanh_of(v):
+    return np.tanh(v)
+
+
+def helper_result_written(x):
+    """A helper's ``np.tanh`` output (one of its residuals) is its result,
+    written by the next iteration; another helper returns the carried array
+    it was passed."""
+    u = x * 1.0
+    for t in range(3):
+        w = _passes_through(u)
+        w[0] = w[0] * 0.5 + 0.1 * x[1]
+        u = _tanh_of(w)
+        u[1:] = u[1:] + 0.4 * u[:-1]
+    return np.sum(u * x)
+
+
 def _x():
     return np.array([0.3, -0.8, 1.1, 0.5])
 
@@ -219,6 +241,7 @@ CORPUS = [
     (rnn_state, lambda: (_x(), _K * 0.8), (0, 1)),
     (alias_written_in_loop, lambda: (_x(),), 0),
     (reshape_view_of_written, lambda: (_x(),), 0),
+    (helper_result_written, lambda: (_x(),), 0),
 ]
 
 #: The programs a GPU thread runs (1-d arrays of static length, no matrices
@@ -230,3 +253,58 @@ REFUSED = [
     (joined_alias, lambda: (_x(), 0.7), 0),
     (alias_before_loop, lambda: (_x(),), 0),
 ]
+
+
+# -- every rule whose adjoint reads its output (docs/saved_values.md, Audit) --------------
+
+#: The elementwise ones, on values kept in every domain (0.2 to 0.8).
+OUT_READERS = {
+    "np.cbrt": np.cbrt, "np.exp": np.exp, "np.exp2": np.exp2, "np.expm1": np.expm1,
+    "np.reciprocal": np.reciprocal, "np.sqrt": np.sqrt, "np.tan": np.tan, "np.tanh": np.tanh,
+    "scipy.special.erfinv": scipy.special.erfinv, "scipy.special.gamma": scipy.special.gamma,
+    "scipy.special.log_ndtr": scipy.special.log_ndtr,
+    "np.power": lambda v: np.power(v, 1.7), "np.float_power": lambda v: np.float_power(v, 1.7),
+    "np.divide": lambda v: np.divide(1.0, 1.0 + v), "np.hypot": lambda v: np.hypot(v, 0.7),
+    "np.cumprod": np.cumprod,
+}
+
+
+def out_reader_written(x, which):
+    """The rule's output, written by the next iteration's slice update."""
+    u = x * 1.0
+    for t in range(2):
+        u[1:] = u[1:] + 0.3 * u[:-1]
+        u = OUT_READERS[which](0.5 + 0.3 * np.tanh(u))
+    return np.sum(u * x)
+
+
+def extremum_written(x):
+    """``np.max``/``np.min`` read their operand (where it equals the result);
+    the operand is written afterwards."""
+    u = np.tanh(x)
+    s = 0.0
+    for t in range(2):
+        m = np.max(u) - np.min(u)
+        u[0] = u[0] + 0.5 * m
+        s = s + m
+        u = np.sin(u)
+    return s + np.sum(u * x)
+
+
+#: The matrix rules whose adjoint reads the result.
+LINALG = {"np.linalg.inv": np.linalg.inv, "np.linalg.cholesky": np.linalg.cholesky,
+          "np.linalg.pinv": np.linalg.pinv,
+          "np.linalg.solve": lambda A: np.linalg.solve(A, np.eye(3) + 0.1)}
+
+
+def linalg_written(x, which):
+    """A matrix rule's result, written in place, read again next iteration."""
+    A = 2.0 * np.eye(3) + 0.1 * np.outer(x, x)
+    s = 0.0
+    for t in range(2):
+        B = LINALG[which](A)
+        B[0, :] = B[0, :] * 0.5 + 0.1
+        s = s + np.sum(B * B) + np.linalg.det(A) + np.linalg.norm(B)
+        A = A + 0.1 * (B @ B.T)
+    return s
+

@@ -80,6 +80,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         self.shape_source = shape_sources(fn, self.classes, self._slice_view)
         self._depth = 0        # how many loops and branches the adjoint being written is in
         self._roots = self._earlier = None   # see _view_roots, _earlier_iterations
+        self.split_calls = {}  # id(call) -> (its forward function, residual names)
 
     def _sweeps(self, seed_exprs, returns, live_out=()):
         """(primal sweep writer, adjoint sweep writer, return statement)."""
@@ -266,22 +267,36 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
 
         A set, not one array: a loop-carried name holds the value it entered
         with or one an earlier iteration made, and an if's join either
-        branch's value, so a write through it may reach any of them.
+        branch's value, so a write through it may reach any of them.  A
+        helper's result is an array of its own or one of the arrays it was
+        passed, and the residuals a split helper returns beside it (see
+        ``split_calls``) may be any of those: its own ``np.tanh`` output is
+        its result.
         """
-        if self._roots is None:
-            parents = {}
+        key = (id(self.split_calls), len(self.split_calls))
+        if self._roots is None or self._roots[0] != key:
+            parents, own = {}, {}
             for s in walk(self.fn.body):
                 if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
                     parents.setdefault(s.targets[0], set()).add(s.args[0].name)
-            self._roots = {n: r or frozenset({n})
-                           for n, r in _closure(parents, lambda p: {p}).items()}
-        return self._roots
+                elif isinstance(s, Call):
+                    arrays = {a for a in var_names(s.args) if self.ranks.get(a) != 0}
+                    made = [t for t in s.targets if self.ranks.get(t) != 0]
+                    for t in made:
+                        own[t] = {t}
+                        parents.setdefault(t, set()).update(arrays)
+                    for r in self.split_calls.get(id(s), ("", ()))[1]:
+                        parents.setdefault(r, set()).update(arrays | set(made))
+            roots = _closure(parents, lambda p: {p}, own)
+            self._roots = key, {n: r or frozenset({n}) for n, r in roots.items()}
+        return self._roots[1]
 
     def _earlier_iterations(self):
         """Name -> the loops an earlier iteration of which may have made the
         array it holds (or looks into): a loop's carried names, and views and
-        aliases of them.  A write through such a name reaches values that
-        reads in earlier iterations saw."""
+        aliases of them, and what a helper returns from them.  A write
+        through such a name reaches values that reads in earlier iterations
+        saw."""
         if self._earlier is None:
             parents, own = {}, {}
             for s in walk(self.fn.body):
@@ -290,6 +305,11 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
                         own.setdefault(h, set()).add(id(s))
                 if isinstance(s, Prim) and s.rule.name in VIEWS and isinstance(s.args[0], Var):
                     parents.setdefault(s.targets[0], set()).add(s.args[0].name)
+                elif isinstance(s, Call):       # a helper may return an array it was passed
+                    arrays = {a for a in var_names(s.args) if self.ranks.get(a) != 0}
+                    for t in s.targets:
+                        if self.ranks.get(t) != 0:
+                            parents.setdefault(t, set()).update(arrays)
             for h in own:
                 parents.setdefault(h, set())
             closed = _closure(parents, lambda p: set(), own)
