@@ -343,6 +343,22 @@ def test_first_hour_statements_leave_the_other_programs_as_they_were():
         assert feature in text
 
 
+def test_in_place_statements_leave_the_other_programs_as_they_were():
+    """The in-place statements (writes into arrays an earlier adjoint reads)
+    come from a stream of their own: ``inplace=False`` gives back the program
+    the generator made before they existed; ``inplace=True`` gives every
+    program some; by default a share of the programs has them."""
+    programs = [fuzz.Program(7, i) for i in range(40)]
+    assert 0 < sum(p.inplace for p in programs) < len(programs)
+    for p in programs:
+        plain = fuzz.Program(7, p.index, inplace=False)
+        assert (p.source() == plain.source()) == (not p.inplace)
+    text = "".join(fuzz.Program(7, i, inplace=True).source() for i in range(40))
+    for feature in ("[1:] = ", "] = ", " += ", " *= ", "tail", "p_shift(", "while k",
+                    "np.tanh(", "np.sqrt(", "1.0 / (1.0 + "):
+        assert feature in text, feature
+
+
 def test_cli_summary_line(tmp_path, capsys):
     status = fuzz.main(["--programs", "3", "--seed", "5", "--witnesses", "python",
                         "--out", str(tmp_path / "failures"), "--quiet"])
