@@ -25,3 +25,11 @@ class NonDifferentiableError(TypeError):
         self.lineno = lineno
         where = f"{filename}:{lineno}: " if filename else ""
         super().__init__(where + msg)
+
+
+class StructureError(TypeError, ValueError):
+    """Arguments whose structures do not match (primals and tangents of ``jvp``).
+
+    JAX raises a ``TypeError`` here, and s2s_ad has documented a
+    ``ValueError``: this is both, so code written for either catches it.
+    """

@@ -273,11 +273,12 @@ def source(fun, *example_args):
 
 
 def _known_leaves(leaves):
-    """(position, value) of the argument leaves known before the run: None, and
-    strings (options: code is built for each value, as for JAX's static
-    arguments)."""
+    """(position, value) of the argument leaves known before the run: None,
+    strings and Python bools (options and flags: code is built for each value,
+    as for JAX's static arguments, so ``if flag:`` and ``assert flag`` are
+    decided when it is built)."""
     return tuple((i, leaf) for i, leaf in enumerate(leaves)
-                 if leaf is None or type(leaf) is str)
+                 if leaf is None or type(leaf) is str or type(leaf) is bool)
 
 
 def _with_execution(st):
@@ -449,7 +450,7 @@ class Transformed:
             leaves = args
         ranks = tuple(map(pytree.rank, leaves))
         lengths = _small_lengths(leaves) if self.target != "python" else ()
-        known = _known_leaves(leaves) if None in ranks else ()
+        known = _known_leaves(leaves) if None in ranks or bool in map(type, leaves) else ()
         st = self._built.get((trees, ranks, lengths, known))
         if st is None:
             st = self.state(trees, ranks, lengths, known)

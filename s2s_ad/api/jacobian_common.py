@@ -3,6 +3,7 @@ Jacobian is built from, argument checks.
 """
 import numpy as np
 
+from ..errors import StructureError
 from ..ir import pytree
 from .arguments import _unit_like
 
@@ -143,13 +144,13 @@ def _check_jvp_args(fun, primals, tangents):
         raise TypeError(f"tangents must be a tuple with one entry per primal, got "
                         f"{type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; pass "
+        raise StructureError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; pass "
                          f"one tangent per primal")
     for i, (p, t) in enumerate(zip(primals, tangents)):
         pl, pt = pytree.flatten(p)
         tl, tt = pytree.flatten(t)
         if pytree.structure(pt) != pytree.structure(tt) or len(pl) != len(tl):
-            raise ValueError(f"tangent {i} has a different structure from primal {i}")
+            raise StructureError(f"tangent {i} has a different structure from primal {i}")
         for a, b in zip(pl, tl):
             if np.shape(a) != np.shape(b):
                 raise ValueError(f"tangent {i} has shape {np.shape(b)}, but primal {i} has "

@@ -13,7 +13,7 @@ def _call_rows(plan, args):
     pull, rows = plan[:2]
     entry, leaves, post = pull._prepare(tuple(args) + (rows,))
     raw = entry(*leaves)
-    return raw[0], post(raw, batched=True)
+    return pull._output_containers()(raw[0]), post(raw, batched=True)
 
 
 def _rows_pull(t, nums, width=1):

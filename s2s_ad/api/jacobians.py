@@ -25,6 +25,7 @@ from .arguments import (
     _unit_like,
     _with_keywords,
 )
+from .aux import WithAux, first_output, pair
 from .core import _as_transformed
 from .jacobian_columns import Columns
 from .jacobian_common import (
@@ -41,9 +42,13 @@ from .jacobian_common import (
 from .jacobian_rows import Rows
 
 
-def jvp(fun, primals, tangents):
-    """``(out, tangent_out)``: ``fun`` and its derivative along ``tangents``."""
+def jvp(fun, primals, tangents, has_aux=False):
+    """``(out, tangent_out)``: ``fun`` and its derivative along ``tangents``
+    (``(out, tangent_out, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
     primals, tangents = _check_jvp_args(fun, primals, tangents)
+    if has_aux:
+        _, aux = pair(fun, fun(*primals), "jvp")
+        return jvp(first_output(fun), primals, tangents) + (aux,)
     if isinstance(fun, Jacobian):
         return fun.jvp(primals, tangents)
     t = _as_transformed(fun)
@@ -91,18 +96,26 @@ def hvp(fun, primals, tangents):
     return layered(*_with_units(t, primals), *[tangents[i] for i in nums])
 
 
-def jacfwd(fun, argnums=0):
-    """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf."""
+def jacfwd(fun, argnums=0, has_aux=False):
+    """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf
+    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
+    if has_aux:
+        return WithAux(Jacobian(first_output(fun), argnums, "fwd"), fun, "jacfwd")
     return Jacobian(fun, argnums, "fwd")
 
 
-def jacrev(fun, argnums=0):
-    """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf."""
+def jacrev(fun, argnums=0, has_aux=False):
+    """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf
+    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
+    if has_aux:
+        return WithAux(Jacobian(first_output(fun), argnums, "rev"), fun, "jacrev")
     return Jacobian(fun, argnums, "rev")
 
 
-def hessian(fun, argnums=0):
-    """``jacfwd(jacrev(fun))``."""
+def hessian(fun, argnums=0, has_aux=False):
+    """``jacfwd(jacrev(fun))`` (``(hessian, aux)`` with ``has_aux``)."""
+    if has_aux:
+        return WithAux(hessian(first_output(fun), argnums), fun, "hessian")
     return jacfwd(jacrev(fun, argnums), argnums)
 
 

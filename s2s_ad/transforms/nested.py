@@ -145,14 +145,14 @@ def _value_spec(obj):
 def _transform_spec(lw, kind, node):
     names = ("fun", "argnums", "has_aux")
     given = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
-    if len(node.args) > (3 if kind in ("grad", "value_and_grad") else 2):
+    if len(node.args) > (2 if kind == "hessian" else 3):
         raise lw.error(node, f"too many arguments to ad.{kind}")
     options = {"argnums": 0, "has_aux": False}
     fun = None
     for name, value in given:
         if name == "fun":
             fun = value
-        elif name in options and (name == "argnums" or kind in ("grad", "value_and_grad")):
+        elif name in options and (name == "argnums" or kind != "hessian"):
             options[name] = _literal(lw, value, name, kind)
         else:
             raise lw.error(node, f"ad.{kind} inside a transformed function takes no "

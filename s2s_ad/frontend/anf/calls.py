@@ -189,6 +189,10 @@ class Calls:
                 return self.emit_call(rules.RULES[rules.BUILTINS[obj]], args, kwargs, node)
         if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
             return self.namedtuple(obj, args, kwargs, node)
+        if obj is dict and not args:        # dict(w=w, b=b): the display {"w": w, "b": b}
+            keys = sorted(kwargs)
+            return Record(tuple(kwargs[k] for k in keys), container=pytree.Keyed(dict, keys),
+                          order=tuple(kwargs))
         if getattr(obj, "__s2s_ad_static__", False):
             return self.call_static(obj, args, kwargs, node)
         if obj in (hasattr, getattr, callable) and not kwargs and args and all(
