@@ -85,3 +85,15 @@ def test_jvp_structure_errors_are_type_errors_as_in_jax():
         ad.jvp(lambda x, y: x * y, (2.0,), ())
     with pytest.raises(ValueError):                 # and still the documented ValueError
         ad.jvp(lambda x: x, (np.ones(2),), ((np.ones(2),),))
+
+
+def selu(x, alpha=1.67, lambda_=1.05):
+    return lambda_ * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+
+
+def test_vjp_gives_one_cotangent_per_primal_passed():
+    """As JAX: parameters left to their defaults are not primals."""
+    x = np.array([-0.5, 0.5])
+    _, pull = ad.vjp(selu, x)
+    (g,) = pull(np.ones(2))
+    np.testing.assert_allclose(g, np.where(x > 0, 1.05, 1.05 * 1.67 * np.exp(x)), rtol=1e-12)

@@ -138,11 +138,12 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
 def vjp(fun, *primals, has_aux=False):
     """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
     f, target, options = _plain(fun)
+    given = len(primals)          # one cotangent each, as JAX (defaults filled in get none)
     primals = _check_arity(f, primals)
-    argnums = tuple(i for i, p in enumerate(primals)
+    argnums = tuple(i for i, p in enumerate(primals[:given])
                     if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
                     and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
-    _check_whole(primals, argnums, "vjp")
+    _check_whole(primals[:given], argnums, "vjp")
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
     _, leaves, treedefs = t.entry(primals)
     st = t._last
@@ -167,7 +168,7 @@ def vjp(fun, *primals, has_aux=False):
         _, grads = st.function(*leaves, *ct_leaves)
         by_arg = dict(zip(argnums, grads))
         return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
-                     else _zeros_like_tree(p) for i, p in enumerate(primals))
+                     else _zeros_like_tree(p) for i, p in enumerate(primals[:given]))
     vjp_fn.transformed = t
     return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
