@@ -18,6 +18,7 @@ from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
 from ..ir import pytree
 from . import buildcache
+from .library_functions import as_function
 from .arguments import (
     _arg_count,
     _as_dtype,
@@ -81,6 +82,7 @@ def _plain(f):
     The source is read and fenced here, so unsupported code is reported when
     the transform is applied, at the user's line.
     """
+    f = as_function(f, "s2s_ad")
     if getattr(type(f), "__s2s_ad_object__", None) == "batched":      # ad.vmap(...)
         return f.as_function()
     if isinstance(f, Transformed):
@@ -105,6 +107,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 
 def _grad(fun, argnums, has_aux, kind):
+    fun = as_function(fun, f"ad.{kind}")
     if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
         return _grad_of_grad(fun, argnums, has_aux, kind)
     f, target, options = _plain(fun)
@@ -137,7 +140,7 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
 
 def vjp(fun, *primals, has_aux=False):
     """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
-    f, target, options = _plain(fun)
+    f, target, options = _plain(as_function(fun, "ad.vjp"))
     primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals)
                     if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
@@ -228,6 +231,7 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
         raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
                          "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
                          "target='cpu' for this function")
+    fun = as_function(fun, "ad.jit")
     if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
         return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
@@ -305,6 +309,7 @@ def _as_transformed(fun):
     """``fun`` as a :class:`Transformed` (a plain function: its primal transform)."""
     if isinstance(fun, Transformed):
         return fun
+    fun = as_function(fun, "s2s_ad")
     t = _PLAIN.get(fun)
     if t is None:
         f, target, options = _plain(fun)

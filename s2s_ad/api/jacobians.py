@@ -39,6 +39,7 @@ from .jacobian_common import (
     _zero_tangent,
 )
 from .jacobian_rows import Rows
+from .library_functions import as_function
 
 
 def jvp(fun, primals, tangents):
@@ -120,7 +121,7 @@ class Jacobian(Columns, Rows):
     def __init__(self, fun, argnums, mode):
         if not callable(fun):
             raise TypeError(f"expected a function, got {fun!r}")
-        self.fun = fun
+        self.fun = as_function(fun, "ad.jacfwd" if mode == "fwd" else "ad.jacrev")
         self.mode = mode
         self.single = isinstance(argnums, int) and not isinstance(argnums, bool)
         self.argnums = (argnums,) if self.single else tuple(argnums)

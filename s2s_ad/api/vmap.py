@@ -16,6 +16,7 @@ from .. import backends
 from ..backends import fastcall
 from ..ir import pytree
 from .arguments import _arg_count, _check_arity, _with_keywords
+from .library_functions import as_function
 from .vmap_common import (
     METHODS,
     _broadcast_axes,
@@ -37,7 +38,7 @@ def vmap(fun, in_axes=0, out_axes=0, *, method=None):
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
-    return Batched(fun, in_axes, out_axes, method)
+    return Batched(as_function(fun, "ad.vmap"), in_axes, out_axes, method)
 
 
 def _check_axes_spec(spec, what):
