@@ -18,7 +18,6 @@ from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
 from ..ir import pytree
 from . import buildcache
-from .library_functions import as_function
 from .arguments import (
     _arg_count,
     _as_dtype,
@@ -40,6 +39,7 @@ from .arguments import (
     _with_lists,
     fast_key,
 )
+from .library_functions import as_function
 
 _BUILDING = buildcache.BUILDING    # held while a pipeline is built
 
