@@ -40,11 +40,16 @@ from .jacobian_common import (
 )
 from .jacobian_rows import Rows
 from .library_functions import as_function
+from .static_args import dynamic_only, is_static, remap_argnums
 
 
 def jvp(fun, primals, tangents):
     """``(out, tangent_out)``: ``fun`` and its derivative along ``tangents``."""
     primals, tangents = _check_jvp_args(fun, primals, tangents)
+    if is_static(fun):                  # ad.jit(f, static_argnums=...): its specialization
+        spec, dynamic, fixed = fun.specialize(primals, {})
+        given = dynamic_only(tangents, fixed)
+        return jvp(spec, dynamic, given + tuple(map(_zero_tangent, dynamic[len(given):])))
     if isinstance(fun, Jacobian):
         return fun.jvp(primals, tangents)
     t = _as_transformed(fun)
@@ -94,16 +99,28 @@ def hvp(fun, primals, tangents):
 
 def jacfwd(fun, argnums=0):
     """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf."""
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: jacfwd(g, remap_argnums(fun, argnums, fixed)),
+                               "ad.jacfwd")
     return Jacobian(fun, argnums, "fwd")
 
 
 def jacrev(fun, argnums=0):
     """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf."""
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: jacrev(g, remap_argnums(fun, argnums, fixed)),
+                               "ad.jacrev")
     return Jacobian(fun, argnums, "rev")
 
 
 def hessian(fun, argnums=0):
     """``jacfwd(jacrev(fun))``."""
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: hessian(g, remap_argnums(fun, argnums, fixed)),
+                               "ad.hessian")
     return jacfwd(jacrev(fun, argnums), argnums)
 
 
