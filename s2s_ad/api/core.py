@@ -251,6 +251,8 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
                          "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
                          "target='cpu' for this function")
     fun = as_function(fun, "ad.jit")
+    if is_static(fun):
+        return fun              # its specializations are jitted already
     if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
         return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
@@ -265,7 +267,6 @@ def _static_jit(fun, target, static_argnums, static_argnames, options):
     if target == "cuda":
         raise ValueError("static_argnums/static_argnames are not supported with "
                          "target='cuda'; close over the static values instead")
-    fun = as_function(fun, "ad.jit")
     if is_static(fun):
         raise TypeError(f"{fun!r} already has static arguments; pass them all in one ad.jit")
     if not callable(fun):

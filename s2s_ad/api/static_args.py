@@ -116,26 +116,42 @@ class StaticJit:
 
 
 class StaticTransform:
-    """A transform of a :class:`StaticJit`: each call specializes it for its
-    static values and calls the transform of the specialization."""
+    """A transform of a :class:`StaticJit` (or of another such transform):
+    each call specializes it for its static values and calls the transform
+    of the specialization."""
 
     __s2s_ad_object__ = "static_transform"
 
-    def __init__(self, static, make, describe):
-        self.static = static
+    def __init__(self, inner, make, describe):
+        self.inner = inner
         self.make = make
         self.describe = describe
+        self.params, self.static = inner.params, inner.static
+        self.__qualname__ = inner.__qualname__
         self._built = {}
+        self._lock = threading.Lock()
 
     def __repr__(self):
-        return f"<s2s_ad {self.describe} of {self.static!r}>"
+        return f"<s2s_ad {self.describe} of {self.inner!r}>"
 
     def __call__(self, *args, **kwargs):
-        fn, dynamic, fixed = self.static.specialize(args, kwargs)
+        fn, dynamic, _ = self.specialize(args, kwargs)
+        return fn(*dynamic)
+
+    def specialize(self, args, kwargs):
+        """As :meth:`StaticJit.specialize`, the specialization transformed."""
+        fn, dynamic, fixed = self.inner.specialize(args, kwargs)
         t = self._built.get(fn)
         if t is None:
-            t = self._built[fn] = self.make(fn, fixed)
-        return t(*dynamic)
+            with self._lock:
+                t = self._built.get(fn)
+                if t is None:
+                    t = self._built[fn] = self.make(fn, fixed)
+        return t, dynamic, fixed
+
+    dynamic_position = StaticJit.dynamic_position
+    transform_with = StaticJit.transform_with
+    source_for = StaticJit.source_for
 
 
 def _verb(what):
@@ -221,8 +237,8 @@ def _generate(name, params, static):
 
 
 def is_static(fun):
-    """Whether ``fun`` is a :class:`StaticJit`."""
-    return getattr(type(fun), "__s2s_ad_object__", None) == "static_jit"
+    """Whether ``fun`` is a :class:`StaticJit` or a transform of one."""
+    return getattr(type(fun), "__s2s_ad_object__", None) in ("static_jit", "static_transform")
 
 
 def remap_argnums(static, argnums, fixed=None, what="argnums"):
