@@ -286,8 +286,9 @@ def source(fun, *example_args):
     differentiated: the code a call leaving it out runs).
     """
     fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
-    if is_static(fun):
-        return fun.source_for(*example_args)
+    if is_static(fun):                         # the specialization for these arguments
+        fn, dynamic, _ = fun.specialize(example_args, {})
+        return source(fn, *dynamic)
     if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
         return fun.generated_source(*example_args)
     if not isinstance(fun, Transformed):

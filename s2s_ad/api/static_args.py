@@ -108,11 +108,6 @@ class StaticJit:
         :meth:`specialize`; ``describe``: the transform's name)."""
         return StaticTransform(self, make, describe)
 
-    def source_for(self, *args, **kwargs):
-        """The generated source for a call with these arguments."""
-        from .core import source
-        fn, dynamic, _ = self.specialize(args, kwargs)
-        return source(fn, *dynamic)
 
 
 class StaticTransform:
@@ -151,7 +146,6 @@ class StaticTransform:
 
     dynamic_position = StaticJit.dynamic_position
     transform_with = StaticJit.transform_with
-    source_for = StaticJit.source_for
 
 
 def _verb(what):

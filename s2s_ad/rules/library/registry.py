@@ -71,17 +71,8 @@ def lookup(obj):
     """The implementation standing for ``obj``, or None."""
     key = _bound_method(obj)
     if key is not None:
-        if key not in BOUND_METHODS and _is_scipy_stats(obj.__self__):
-            from . import stats  # noqa: F401  (registers, once scipy.stats is in use)
         return BOUND_METHODS.get(key)
     return _BY_OBJECT.get(id(obj))
-
-
-def _is_scipy_stats(owner):
-    """Whether ``owner`` is a ``scipy.stats`` distribution: its implementations
-    (library/stats.py) are registered at the first lookup, so that importing
-    s2s_ad does not import scipy.stats."""
-    return (type(owner).__module__ or "").startswith("scipy.stats")
 
 
 def static(fn):
