@@ -326,3 +326,33 @@ def test_norm_method_passed_to_a_transform():
         0.3, 1.0, 2.0)], rel=1e-13)
     np.testing.assert_allclose(ad.vmap(ad.grad(norm.cdf))(X), jax.vmap(jax.grad(jnorm.cdf))(X),
                                rtol=1e-13)
+
+
+def sin_power(x, n):
+    return np.sin(x) ** n
+
+
+SIN_POWER = ad.jit(sin_power, static_argnums=1)
+
+
+def calls_static_jit(x):
+    return SIN_POWER(x, 3) * 2.0
+
+
+@pytest.mark.parametrize("wrap", TARGETS, ids=TARGET_IDS)
+def test_static_jit_called_inside_a_transformed_function(wrap):
+    def j_outer(x):
+        return jax.jit(lambda v, n: jnp.sin(v) ** n, static_argnums=1)(x, 3) * 2.0
+    assert wrap(calls_static_jit)(0.5) == pytest.approx(float(j_outer(0.5)), rel=1e-14)
+    assert wrap(ad.grad(calls_static_jit))(0.5) == pytest.approx(
+        float(jax.grad(j_outer)(0.5)), rel=1e-13)
+
+
+def test_static_jit_of_a_closure():
+    w = np.array([1.0, 2.0])
+    f = ad.jit(lambda x, k: np.sum(w * x) ** k, static_argnums=1)
+    x = np.array([0.5, -0.25])
+    assert f(x, 2) == pytest.approx(0.0)
+    assert f(np.ones(2), 3) == pytest.approx(27.0)
+    np.testing.assert_allclose(ad.grad(f)(np.ones(2), 2),
+                               fd(lambda v: np.sum(w * v) ** 2, np.ones(2)), rtol=1e-8)

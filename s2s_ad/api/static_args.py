@@ -20,6 +20,7 @@ all the arguments, static ones included.
 """
 import inspect
 import threading
+import types
 
 from .. import backends
 
@@ -45,6 +46,11 @@ class StaticJit:
         self.__qualname__ = getattr(self.base, "__qualname__", self.__name__)
         self.__doc__ = getattr(self.base, "__doc__", None)
         self.__wrapped__ = fun
+        if isinstance(self.base, types.FunctionType) and self.base is getattr(
+                fun, "__s2s_ad_function__", fun):
+            # Called inside a transformed function, it is lowered as the def it
+            # wraps, its static arguments being the call's constants.
+            self.__s2s_ad_function__ = self.base
 
     def __repr__(self):
         return (f"<s2s_ad jit of {self.__qualname__} with static arguments "
