@@ -157,6 +157,8 @@ def test_jit_of_a_ufunc():
 
 def test_a_library_callable_gives_one_function():
     assert ad.grad(np.tanh).fun is ad.grad(np.tanh).fun       # builds are shared
+    assert ad.grad(norm.logpdf).fun is ad.grad(norm.logpdf).fun   # a new method each access
+    assert ad.grad(norm.logpdf).fun is not ad.grad(norm.pdf).fun
     assert "np.tanh(x)" in ad.source(ad.grad(np.tanh), 0.5)
 
 

@@ -26,7 +26,7 @@ from .. import backends
 from ..rules import library
 from ..rules import registry as rules
 
-_WRAPPERS = {}              # id(callable) -> (callable, its def function)
+_WRAPPERS = {}              # see _key -> (its anchor, the def function)
 _LOCK = threading.Lock()
 _NAMESPACE = {"np": np, "math": math}
 
@@ -37,8 +37,9 @@ def as_function(fun, transform):
     the error for a library callable with no rule (``"ad.grad"``)."""
     if isinstance(fun, types.FunctionType) and not _registered(fun):
         return fun                                   # the common case, kept cheap
-    held = _WRAPPERS.get(id(fun))
-    if held is not None and held[0] is fun:
+    key, anchor = _key(fun)
+    held = _WRAPPERS.get(key)
+    if held is not None and held[0] is anchor:
         return held[1]
     rule, impl = _rule_of(fun)
     if rule is None and impl is None:
@@ -49,10 +50,20 @@ def as_function(fun, transform):
                             f"computation in a def function of supported operations")
         return fun
     with _LOCK:
-        held = _WRAPPERS.get(id(fun))
-        if held is None or held[0] is not fun:
-            held = _WRAPPERS[id(fun)] = (fun, _synthesize(fun, rule, impl))
+        held = _WRAPPERS.get(key)
+        if held is None or held[0] is not anchor:
+            held = _WRAPPERS[key] = (anchor, _synthesize(fun, rule, impl))
     return held[1]
+
+
+def _key(fun):
+    """(what the wrapper of ``fun`` is kept under, the object that key is the id
+    of).  A bound method (``scipy.stats.norm.logpdf``) is a new object at each
+    attribute access: it is kept under its owner and name."""
+    owner = getattr(fun, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return (id(owner), getattr(fun, "__name__", "")), owner
+    return id(fun), fun
 
 
 def _registered(fun):
