@@ -113,6 +113,23 @@ def test_linearize_of_jitted_function_reuses_its_build():
     assert before is None or ad.cache_info() == before       # no new build
 
 
+def mlp_loss(p, x):
+    return np.sum(np.tanh(x @ p["W"] + p["b"]))
+
+
+def test_linearize_of_a_pytree_primal_matches_jax():
+    params = {"W": np.linspace(-0.3, 0.4, 6).reshape(3, 2), "b": np.array([0.5, -0.2])}
+    x = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    tangent = {"W": np.ones((3, 2)), "b": np.array([1.0, -2.0])}
+    out, f_jvp = ad.linearize(mlp_loss, params, x)
+    jout, jf_jvp = jax.linearize(lambda p, v: jnp.sum(jnp.tanh(v @ p["W"] + p["b"])),
+                                 params, x)
+    assert out == pytest.approx(float(jout), rel=1e-13)
+    want = float(jf_jvp(tangent, np.zeros((4, 3))))
+    assert f_jvp(tangent, np.zeros((4, 3))) == pytest.approx(want, rel=1e-12)
+    assert ad.jit(f_jvp)(tangent, np.zeros((4, 3))) == pytest.approx(want, rel=1e-12)
+
+
 def test_linearize_refuses_integer_primal():
     with pytest.raises(TypeError, match="primal 1"):
         ad.linearize(lambda x, n: x * n, 1.0, 3)
