@@ -130,6 +130,23 @@ def test_linearize_of_a_pytree_primal_matches_jax():
     assert ad.jit(f_jvp)(tangent, np.zeros((4, 3))) == pytest.approx(want, rel=1e-12)
 
 
+def test_linearize_has_aux_matches_jax():
+    def f(x):
+        return np.sin(x) * 2.0, np.cos(x)
+    out, f_jvp, aux = ad.linearize(f, X, has_aux=True)
+    jout, jf_jvp, jaux = jax.linearize(lambda x: (jnp.sin(x) * 2.0, jnp.cos(x)), X,
+                                       has_aux=True)
+    np.testing.assert_allclose(out, jout, rtol=1e-14)
+    np.testing.assert_allclose(aux, jaux, rtol=1e-14)
+    t = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(f_jvp(t), jf_jvp(t), rtol=1e-13)
+    np.testing.assert_allclose(ad.jit(f_jvp)(t), jf_jvp(t), rtol=1e-13)
+    np.testing.assert_allclose(ad.vmap(f_jvp)(np.eye(3)), jax.vmap(jf_jvp)(np.eye(3)),
+                               rtol=1e-13)
+    with pytest.raises(TypeError, match="pair"):
+        ad.linearize(np.sin, X, has_aux=True)
+
+
 def test_linearize_refuses_integer_primal():
     with pytest.raises(TypeError, match="primal 1"):
         ad.linearize(lambda x, n: x * n, 1.0, 3)
