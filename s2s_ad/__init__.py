@@ -37,6 +37,7 @@ from . import runtime  # noqa: E402
 from ._stop import stop_gradient  # noqa: E402
 from .api.core import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
 from .api.jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
+from .api.linearize import linearize  # noqa: E402
 from .api.vmap import vmap  # noqa: E402
 from .backends.diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402
@@ -45,7 +46,10 @@ from .ir import pytree  # noqa: E402,F401  (ad.pytree.flatten / unflatten for te
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp", "vmap",
+jacobian = jacrev          # JAX's name for reverse-mode Jacobians (jax.jacobian is jax.jacrev)
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hessian",
+           "linearize", "hvp", "vmap",
            "jit", "custom_vjp", "custom_jvp", "precompile", "ShapeDtypeStruct", "cache_info",
            "clear_cache",
            "source", "stop_gradient", "runtime",

@@ -14,7 +14,7 @@ return ``__s2s_ad_object__``: that is how the front end recognises
 ``ad.grad(f)(x)`` written inside a transformed function without importing
 this package (see ``s2s_ad.frontend.anf.transform_kind``).
 """
-from . import core, cuda, cuda_jacobians, dask, jacobians, vmap  # noqa: F401  (plugins install)
+from . import core, cuda, cuda_jacobians, dask, jacobians, linearize, vmap  # noqa: F401  (plugins install)
 
 for _fn, _kind in ((core.grad, "grad"), (core.value_and_grad, "value_and_grad"),
                    (core.vjp, "vjp"), (jacobians.jacfwd, "jac"), (jacobians.jacrev, "jac"),

@@ -39,6 +39,8 @@ from .arguments import (
     _with_lists,
     fast_key,
 )
+from .library_functions import as_function
+from .static_args import StaticJit, is_static, remap_argnums
 
 _BUILDING = buildcache.BUILDING    # held while a pipeline is built
 
@@ -81,6 +83,12 @@ def _plain(f):
     The source is read and fenced here, so unsupported code is reported when
     the transform is applied, at the user's line.
     """
+    f = as_function(f, "s2s_ad")
+    if is_static(f):
+        raise TypeError(f"{f!r}: this transform does not take a jitted function with static "
+                        f"arguments (ad.grad, ad.value_and_grad, ad.jacfwd, ad.jacrev, "
+                        f"ad.hessian, ad.jvp and ad.vmap do); close over the static values "
+                        f"instead (lambda x: f(x, 3))")
     if getattr(type(f), "__s2s_ad_object__", None) == "batched":      # ad.vmap(...)
         return f.as_function()
     if isinstance(f, Transformed):
@@ -105,6 +113,11 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 
 def _grad(fun, argnums, has_aux, kind):
+    fun = as_function(fun, f"ad.{kind}")
+    if is_static(fun):
+        remap_argnums(fun, argnums)                  # checked now, counted at each call
+        return fun.transform_with(lambda g, fixed: _grad(g, remap_argnums(fun, argnums, fixed),
+                                                      has_aux, kind), f"ad.{kind}")
     if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
         return _grad_of_grad(fun, argnums, has_aux, kind)
     f, target, options = _plain(fun)
@@ -137,7 +150,7 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
 
 def vjp(fun, *primals, has_aux=False):
     """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
-    f, target, options = _plain(fun)
+    f, target, options = _plain(as_function(fun, "ad.vjp"))
     given = len(primals)          # one cotangent each, as JAX (defaults filled in get none)
     primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals[:given])
@@ -204,8 +217,12 @@ def _tree_text(treedef):
 
 
 def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
-        compile=None):
+        compile=None, static_argnums=None, static_argnames=None):
     """``fun`` compiled with Numba; a transform of a jitted function is compiled too.
+
+    ``static_argnums``/``static_argnames``: arguments hashed and built into
+    the compiled code as constants, one build per distinct value (see
+    :mod:`s2s_ad.api.static_args`).
 
     ``compile="tiered"``: a call whose compiled code is not ready runs the
     generated module on NumPy while Numba compiles it in the background
@@ -224,17 +241,41 @@ def jit(fun=None, *, target="cpu", parallel=None, cache=True, fastmath=False,
                "compile": compile}
     if fun is None:
         return lambda f: jit(f, target=target, parallel=parallel, cache=cache, fastmath=fastmath,
-                             compile=compile)
+                             compile=compile, static_argnums=static_argnums,
+                             static_argnames=static_argnames)
+    if static_argnums not in (None, ()) or static_argnames not in (None, ()):
+        return _static_jit(fun, target, static_argnums, static_argnames,
+                           dict(parallel=parallel, cache=cache, fastmath=fastmath,
+                                compile=compile))
     if target == "cuda" and type(fun).__name__ != "Batched":
         raise ValueError("target='cuda' compiles batched functions, one GPU thread per "
                          "example: ad.jit(ad.vmap(f, in_axes=...), target='cuda'); use "
                          "target='cpu' for this function")
+    fun = as_function(fun, "ad.jit")
+    if is_static(fun):
+        return fun              # its specializations are jitted already
     if isinstance(fun, Transformed) or hasattr(fun, "with_target"):
         return fun.with_target(target, dict(options, parallel_request=parallel))
     if not callable(fun):
         raise TypeError(f"jit expects a function, got {fun!r}")
     FunctionSource(fun.fun if custom.rule_of(fun) else fun)
     return Transformed(fun, "primal", target=target, options=options)
+
+
+def _static_jit(fun, target, static_argnums, static_argnames, options):
+    """``ad.jit`` with static arguments: a :class:`StaticJit` whose
+    specializations are jitted with the same options."""
+    if target == "cuda":
+        raise ValueError("static_argnums/static_argnames are not supported with "
+                         "target='cuda'; close over the static values instead")
+    if is_static(fun):
+        raise TypeError(f"{fun!r} already has static arguments; pass them all in one ad.jit")
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, got {fun!r}")
+    if not isinstance(fun, Transformed):
+        FunctionSource(fun.fun if custom.rule_of(fun) else fun)
+    return StaticJit(fun, static_argnums, static_argnames,
+                     lambda g: jit(g, target=target, **options))
 
 
 def source(fun, *example_args):
@@ -246,6 +287,9 @@ def source(fun, *example_args):
     differentiated: the code a call leaving it out runs).
     """
     fun = getattr(fun, "transformed", fun)     # the vjp_fn that ad.vjp returns
+    if is_static(fun):                         # the specialization for these arguments
+        fn, dynamic, _ = fun.specialize(example_args, {})
+        return source(fn, *dynamic)
     if hasattr(fun, "generated_source"):       # vmap, jacfwd, jacrev, hessian
         return fun.generated_source(*example_args)
     if not isinstance(fun, Transformed):
@@ -307,6 +351,7 @@ def _as_transformed(fun):
     """``fun`` as a :class:`Transformed` (a plain function: its primal transform)."""
     if isinstance(fun, Transformed):
         return fun
+    fun = as_function(fun, "s2s_ad")
     t = _PLAIN.get(fun)
     if t is None:
         f, target, options = _plain(fun)

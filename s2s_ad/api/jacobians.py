@@ -40,6 +40,8 @@ from .jacobian_common import (
     _zero_tangent,
 )
 from .jacobian_rows import Rows
+from .library_functions import as_function
+from .static_args import dynamic_only, is_static, remap_argnums
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -49,6 +51,10 @@ def jvp(fun, primals, tangents, has_aux=False):
     if has_aux:
         _, aux = pair(fun, fun(*primals), "jvp")
         return jvp(first_output(fun), primals, tangents) + (aux,)
+    if is_static(fun):                  # ad.jit(f, static_argnums=...): its specialization
+        spec, dynamic, fixed = fun.specialize(primals, {})
+        given = dynamic_only(tangents, fixed)
+        return jvp(spec, dynamic, given + tuple(map(_zero_tangent, dynamic[len(given):])))
     if isinstance(fun, Jacobian):
         return fun.jvp(primals, tangents)
     t = _as_transformed(fun)
@@ -100,7 +106,11 @@ def jacfwd(fun, argnums=0, has_aux=False):
     """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf
     (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
     if has_aux:
-        return WithAux(Jacobian(first_output(fun), argnums, "fwd"), fun, "jacfwd")
+        return WithAux(jacfwd(first_output(fun), argnums), fun, "jacfwd")
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: jacfwd(g, remap_argnums(fun, argnums, fixed)),
+                                  "ad.jacfwd")
     return Jacobian(fun, argnums, "fwd")
 
 
@@ -108,7 +118,11 @@ def jacrev(fun, argnums=0, has_aux=False):
     """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf
     (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
     if has_aux:
-        return WithAux(Jacobian(first_output(fun), argnums, "rev"), fun, "jacrev")
+        return WithAux(jacrev(first_output(fun), argnums), fun, "jacrev")
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: jacrev(g, remap_argnums(fun, argnums, fixed)),
+                                  "ad.jacrev")
     return Jacobian(fun, argnums, "rev")
 
 
@@ -116,6 +130,10 @@ def hessian(fun, argnums=0, has_aux=False):
     """``jacfwd(jacrev(fun))`` (``(hessian, aux)`` with ``has_aux``)."""
     if has_aux:
         return WithAux(hessian(first_output(fun), argnums), fun, "hessian")
+    if is_static(fun):
+        remap_argnums(fun, argnums)
+        return fun.transform_with(lambda g, fixed: hessian(g, remap_argnums(fun, argnums, fixed)),
+                                  "ad.hessian")
     return jacfwd(jacrev(fun, argnums), argnums)
 
 
@@ -133,7 +151,7 @@ class Jacobian(Columns, Rows):
     def __init__(self, fun, argnums, mode):
         if not callable(fun):
             raise TypeError(f"expected a function, got {fun!r}")
-        self.fun = fun
+        self.fun = as_function(fun, "ad.jacfwd" if mode == "fwd" else "ad.jacrev")
         self.mode = mode
         self.single = isinstance(argnums, int) and not isinstance(argnums, bool)
         self.argnums = (argnums,) if self.single else tuple(argnums)

@@ -16,6 +16,8 @@ from .. import backends
 from ..backends import fastcall
 from ..ir import pytree
 from .arguments import _arg_count, _check_arity, _with_keywords
+from .library_functions import as_function
+from .static_args import is_static, remap_in_axes
 from .vmap_common import (
     METHODS,
     _broadcast_axes,
@@ -37,6 +39,10 @@ def vmap(fun, in_axes=0, out_axes=0, *, method=None):
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
+    fun = as_function(fun, "ad.vmap")
+    if is_static(fun):              # ad.jit(f, static_argnums=...): batch each specialization
+        return fun.transform_with(lambda g, fixed: vmap(g, remap_in_axes(fun, in_axes, fixed),
+                                                     out_axes, method=method), "ad.vmap")
     return Batched(fun, in_axes, out_axes, method)
 
 

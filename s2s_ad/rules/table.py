@@ -240,6 +240,7 @@ _SECTIONS = [
 
 def render():
     """The Markdown page: every rule, then the surface without rules."""
+    from .library import stats  # noqa: F401  (scipy.stats.norm: registered at first use)
     lines = ["# Supported functions", "",
              ("Generated from the rule registry by `python -m s2s_ad.rules.table > "
              "docs/supported.md`; do not edit by hand."), "",

@@ -119,9 +119,11 @@ class Inlining:
             # apply(f, x) with f a nested def or lambda: lowered in place, so
             # that calls of f inside it see f's variables.
             return self.inline(fn, [self.passed(v) for v in values], node)
-        if any(isinstance(v, Const) and v.value is None for v in values):
+        if any(isinstance(v, Const) and (v.value is None or callable(v.value))
+               for v in values):
             # helper(x, None), or a default None: in place, so that the body
-            # reads the constant (``if w is None:`` takes its branch).
+            # reads the constant (``if w is None:`` takes its branch); and
+            # helper(x, np.sin): the body calls the function it is passed.
             return self.inline(fn, values, node)
         if custom is None and self.loops and _has_loops(src):
             return self.inline(fn, values, node)

@@ -34,9 +34,27 @@ from .registry import (
     helper,
     implements,
     is_helper,
-    lookup,
     static,
 )
+from .registry import lookup as _lookup
+
+
+def lookup(obj):
+    """The implementation standing for ``obj``, or None.
+
+    ``scipy.stats.norm``'s (library/stats.py) are registered at the first
+    lookup of a ``scipy.stats`` method, so that importing s2s_ad does not
+    import scipy.stats."""
+    impl = _lookup(obj)
+    if impl is None and _is_scipy_stats(getattr(obj, "__self__", None)):
+        from . import stats  # noqa: F401  (registers)
+        impl = _lookup(obj)
+    return impl
+
+
+def _is_scipy_stats(owner):
+    return owner is not None and (type(owner).__module__ or "").startswith("scipy.stats")
+
 
 __all__ = ["IMPLEMENTATIONS", "METHODS", "Implementation", "helper", "implements", "is_helper",
            "lookup", "static"]

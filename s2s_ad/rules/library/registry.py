@@ -42,8 +42,8 @@ def implements(obj, name=None, *, methods=(), also=()):
         impl = Implementation(full, fn, obj, inspect.signature(fn), doc)
         IMPLEMENTATIONS[full] = impl
         for o in (obj, *also):
-            if _ufunc_method(o) is not None:
-                UFUNC_METHODS[_ufunc_method(o)] = impl
+            if _bound_method(o) is not None:
+                BOUND_METHODS[_bound_method(o)] = impl
             elif o is not None:
                 _BY_OBJECT[id(o)] = impl
         for m in methods:
@@ -52,21 +52,26 @@ def implements(obj, name=None, *, methods=(), also=()):
     return register
 
 
-UFUNC_METHODS: dict = {}     # (ufunc, method name) -> Implementation (np.add.at)
+#: (id of the owner, method name) -> Implementation: ``np.add.at``,
+#: ``scipy.stats.norm.logpdf``.
+BOUND_METHODS: dict = {}
 
 
-def _ufunc_method(obj):
-    """``(np.add, "at")`` for the bound method ``np.add.at`` (a new object at each
-    attribute access, so never found by identity), else None."""
+def _bound_method(obj):
+    """``(id(np.add), "at")`` for the bound method ``np.add.at``, and
+    ``(id(scipy.stats.norm), "logpdf")`` for ``scipy.stats.norm.logpdf`` (a new
+    object at each attribute access, so never found by identity), else None."""
     owner = getattr(obj, "__self__", None)
-    return (owner, obj.__name__) if isinstance(owner, np.ufunc) else None
+    if isinstance(owner, np.ufunc) or (inspect.ismethod(obj) and not isinstance(owner, type)):
+        return id(owner), obj.__name__
+    return None
 
 
 def lookup(obj):
     """The implementation standing for ``obj``, or None."""
-    key = _ufunc_method(obj)
+    key = _bound_method(obj)
     if key is not None:
-        return UFUNC_METHODS.get(key)
+        return BOUND_METHODS.get(key)
     return _BY_OBJECT.get(id(obj))
 
 

@@ -1,0 +1,166 @@
+"""NumPy, SciPy and ``math`` callables passed directly to a transform.
+
+``ad.grad(np.tanh)`` (the JAX autodiff cookbook's first line is
+``grad(jnp.tanh)``), ``ad.vmap(np.sin)``, ``ad.jit(np.cos)``,
+``ad.grad(scipy.special.expit)``: s2s_ad transforms Python source, and a
+ufunc has none.  :func:`as_function` gives such a callable, when s2s_ad has a
+rule or a library implementation for it, as a def function with real source
+in a generated file that calls it::
+
+    def tanh(x):
+        return np.tanh(x)
+
+so every transform lowers the call as it would in user code.  The same
+callable always gives the same function (transforms keyed on it reuse their
+builds).  A NumPy/SciPy/``math`` callable with no rule is refused here,
+naming it.
+"""
+import inspect
+import math
+import threading
+import types
+
+import numpy as np
+
+from .. import backends
+from ..rules import library
+from ..rules import registry as rules
+
+_WRAPPERS = {}              # see _key -> (its anchor, the def function)
+_LOCK = threading.Lock()
+_NAMESPACE = {"np": np, "math": math}
+
+
+def as_function(fun, transform):
+    """``fun``, or for a library callable s2s_ad differentiates, a def
+    function with source that calls it.  ``transform`` names the caller in
+    the error for a library callable with no rule (``"ad.grad"``)."""
+    if isinstance(fun, types.FunctionType) and not _registered(fun):
+        return fun                                   # the common case, kept cheap
+    key, anchor = _key(fun)
+    held = _WRAPPERS.get(key)
+    if held is not None and held[0] is anchor:
+        return held[1]
+    rule, impl = _rule_of(fun)
+    if rule is None and impl is None:
+        if _is_library(fun):
+            raise TypeError(f"{transform} cannot transform {_name_of(fun)}: s2s_ad has no "
+                            f"derivative rule for it (docs/supported.md lists the NumPy, "
+                            f"SciPy and math functions it differentiates); wrap the "
+                            f"computation in a def function of supported operations")
+        return fun
+    with _LOCK:
+        held = _WRAPPERS.get(key)
+        if held is None or held[0] is not anchor:
+            held = _WRAPPERS[key] = (anchor, _synthesize(fun, rule, impl))
+    return held[1]
+
+
+def _key(fun):
+    """(what the wrapper of ``fun`` is kept under, the object that key is the id
+    of).  A bound method (``scipy.stats.norm.logpdf``) is a new object at each
+    attribute access: it is kept under its owner and name."""
+    owner = getattr(fun, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return (id(owner), getattr(fun, "__name__", "")), owner
+    return id(fun), fun
+
+
+def _registered(fun):
+    """Whether a plain Python function is itself a library function with a
+    rule or implementation (``scipy.special.logsumexp`` is a def in SciPy)."""
+    return rules.lookup(fun) is not None or library.lookup(fun) is not None
+
+
+def _rule_of(fun):
+    """(the rule, the library implementation) standing for ``fun``; Nones."""
+    try:
+        rule = rules.lookup(fun)
+        impl = library.lookup(fun)
+    except TypeError:                               # an unhashable callable object
+        return None, None
+    if rule is not None and rule.unknown:
+        rule = None
+    return rule, impl
+
+
+def _is_library(fun):
+    """A callable of NumPy, SciPy or ``math`` (a ufunc, a builtin, NumPy's
+    array-function dispatchers, a method of a SciPy object)."""
+    if isinstance(fun, np.ufunc):
+        return True
+    module = getattr(fun, "__module__", None) or type(fun).__module__ or ""
+    return module.split(".")[0] in ("numpy", "scipy", "math", "cmath")
+
+
+def _name_of(fun):
+    """How users write ``fun``: ``np.tanh``, ``math.sin``, ``scipy.special.expit``."""
+    name = getattr(fun, "__name__", None) or repr(fun)
+    if getattr(np, name, None) is fun:
+        return f"np.{name}"
+    if getattr(math, name, None) is fun:
+        return f"math.{name}"
+    owner = getattr(fun, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return f"{type(owner).__name__}.{name}"
+    module = getattr(fun, "__module__", None) or ""
+    return f"{module}.{name}" if module else name
+
+
+def _synthesize(fun, rule, impl):
+    """The def function calling ``fun`` with its rule's (or implementation's)
+    parameters, written to a generated file and imported."""
+    params = _parameters(rule, impl)
+    spelled, consts = _spelling(fun, rule, impl)
+    name = spelled.rsplit(".", 1)[-1]
+    if not name.isidentifier() or name in consts or name in [p for p, _ in params]:
+        name = "library_function"
+    signature = ", ".join(p if d is None else f"{p}={d}" for p, d in params)
+    required = [p for p, d in params if d is None]
+    passed = required + [f"{p}={p}" for p, d in params if d is not None]
+    text = (f'"""Generated by s2s_ad: {spelled} as a def function, so that a transform can '
+            f'read its source."""\n\n\n'
+            f"def {name}({signature}):\n"
+            f"    return {spelled}({', '.join(passed)})\n")
+    consts = dict(_NAMESPACE, **consts)
+    stem = f"library_{name}"
+    path = backends.write_module(text, consts, stem)
+    module = backends.import_file(
+        path, f"s2s_ad_generated.{backends.module_name(text, consts, stem)}.{id(fun)}",
+        consts, text)
+    return getattr(module, name)
+
+
+def _parameters(rule, impl):
+    """``[(name, default text or None)]``: the required parameters, and the
+    optional ones whose default a call may replace by a value the compiled
+    code reads (a float; None or a string, known when it is built).  Other
+    options (``keepdims=False``, ``ddof=0``) keep their defaults: the code
+    is built for them as constants."""
+    empty = inspect.Parameter.empty
+    if impl is not None:
+        items = []
+        for p in impl.signature.parameters.values():
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break                       # *args and keyword-only: not passed on
+            items.append((p.name, p.default))
+    else:
+        items = [(p, rule.defaults.get(p, empty)) for p in rule.params]
+    return [(p, None if d is empty else repr(d)) for p, d in items
+            if d is empty or d is None or type(d) in (float, str)]
+
+
+def _spelling(fun, rule, impl):
+    """The dotted name the generated body calls (``np.tanh``), or a constant
+    bound to ``fun`` where that name does not resolve to it."""
+    name = impl.name if impl is not None else rule.name
+    scope = dict(_NAMESPACE)
+    if name.startswith("scipy."):
+        import scipy
+        scope["scipy"] = scipy
+    value = scope.get(name.split(".")[0])
+    for part in name.split(".")[1:]:
+        value = getattr(value, part, None)
+    if value is not None and _rule_of(value) == (rule, impl):
+        return name, {k: scope[k] for k in ("scipy",) if k in scope}
+    return "library_callable", {"library_callable": fun}
