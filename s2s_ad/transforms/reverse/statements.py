@@ -10,7 +10,7 @@ from ...analyses.activity import diff_args
 from ...analyses.ranks import rank_of
 from ...codegen import printer as codegen
 from ...codegen.adjoints import call, instantiate
-from ...frontend.custom import has_vjp_rule
+from ...frontend.custom import has_reverse_rule
 from ...ir import (
     Call,
     Const,
@@ -199,8 +199,8 @@ class Statements:
         out_leaves = list(var_names([callee.out_tree]))
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
-        rule = has_vjp_rule(callee)
-        if rule:        # a user rule takes every output's cotangent, gives every input's
+        rule = has_reverse_rule(callee)
+        if rule:        # a user rule (or a transposed JVP rule) takes every output's cotangent, gives every input's
             seeds = out_leaves
         if in_loop and not rule and _scalar_code(callee, arg_ranks):
             # Inside a loop, a stack per residual costs more than running a
