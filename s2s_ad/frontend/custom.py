@@ -36,11 +36,12 @@ from ..rules.internal import ZEROS_LIKE
 class _Custom:
     kind = ""
 
-    def __init__(self, fun):
+    def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
             raise TypeError(f"@ad.{self.kind} expects a function, got {fun!r}")
         self.fun = fun
         functools.update_wrapper(self, fun)
+        self.nondiff_argnums = _argnums(fun, nondiff_argnums, self.kind)
 
     def __call__(self, *args, **kwargs):
         return self.fun(*args, **kwargs)
@@ -59,8 +60,8 @@ class custom_vjp(_Custom):
     """A function with a user-defined VJP: ``f.defvjp(f_fwd, f_bwd)``."""
     kind = "custom_vjp"
 
-    def __init__(self, fun):
-        super().__init__(fun)
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd, bwd):
@@ -75,8 +76,8 @@ class custom_jvp(_Custom):
     per argument: ``f.defjvps(rule_0, rule_1, ...)``."""
     kind = "custom_jvp"
 
-    def __init__(self, fun):
-        super().__init__(fun)
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
         self.jvp = None
         self.jvps = None    # defjvps: per argument, rule(g, ans, *primals) or None
 
@@ -94,11 +95,41 @@ class custom_jvp(_Custom):
         if len(jvps) != n:
             raise TypeError(f"{self.fun.__qualname__}.defjvps expects one rule per argument "
                             f"({n}), got {len(jvps)}")
+        if self.nondiff_argnums:
+            raise TypeError(f"{self.fun.__qualname__}.defjvps: a function with nondiff_argnums "
+                            f"takes its rule through defjvp")
         for rule in jvps:
             if rule is not None:
                 self._check_rule(rule, "defjvps")
         self.jvp, self.jvps = None, tuple(jvps)
         return self
+
+
+def _argnums(fun, nondiff_argnums, kind):
+    """``nondiff_argnums`` checked against ``fun``'s positional parameters."""
+    nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else tuple(nondiff_argnums)
+    n = len(inspect.signature(fun).parameters)
+    for i in nums:
+        if not isinstance(i, int) or not -n <= i < n:
+            raise TypeError(f"ad.{kind}(nondiff_argnums={nondiff_argnums!r}): each must be the "
+                            f"position of an argument of {fun.__qualname__} ({n} arguments)")
+    return tuple(sorted({i % n for i in nums}))
+
+
+def _split(callee):
+    """(leaf positions of the nondiff arguments, of the others) of ``callee``'s parameters."""
+    nondiff, diff, k = [], [], 0
+    for i, tree in enumerate(callee.param_trees):
+        n = len(leaves_of(tree))
+        (nondiff if i in callee.custom.nondiff_argnums else diff).extend(range(k, k + n))
+        k += n
+    return nondiff, diff
+
+
+def nondiff_leaves(callee):
+    """The positions of the parameter leaves of ``callee``'s nondiff arguments
+    (an ``f_bwd`` takes them first)."""
+    return _split(callee)[0]
 
 
 def has_vjp_rule(callee):
@@ -132,7 +163,40 @@ def lower_rule(program, callee, which, trees):
     custom = callee.custom
     if which == "jvp" and custom.jvp is None:
         return jvps_function(program, callee, trees)
+    nondiff = [trees_of_args(callee)[i] for i in custom.nondiff_argnums]
+    if which == "jvp" and nondiff:
+        return _jvp_adapter(program, callee)
+    if which == "bwd":
+        trees = nondiff + list(trees)
     return program.lower(getattr(custom, which), trees)
+
+
+def trees_of_args(callee):
+    return [tree_of(t) for t in callee.param_trees]
+
+
+def _jvp_adapter(program, callee):
+    """``(primals, tangents) -> (out, tangent_out)`` of every argument, around a
+    JVP rule with nondiff_argnums: ``f_jvp(*nondiff_args, primals, tangents)``
+    with the primals and tangents of the other arguments only."""
+    custom = callee.custom
+    trees = trees_of_args(callee)
+    nums = custom.nondiff_argnums
+    others = [t for i, t in enumerate(trees) if i not in nums]
+    jvp = program.lower(custom.jvp, [trees[i] for i in nums] + [tuple(others), tuple(others)])
+    nondiff, diff = _split(callee)
+    names = Names(callee.params)
+    primals = [names.fresh(p) for p in callee.params]
+    tangents = [names.fresh("d" + p.lstrip("_")) for p in callee.params]
+    outs = [Var(names.fresh("out")) for _ in leaves_of(jvp.out_tree)]
+    args = [Var(primals[i]) for i in nondiff + diff] + [Var(tangents[i]) for i in diff]
+    body = [Call([o.name for o in outs], jvp, args, None),
+            Return(_rebuild(jvp.out_tree, iter(outs)), None)]
+    p_trees = [_renamed(t, dict(zip(callee.params, primals))) for t in callee.param_trees]
+    t_trees = [_renamed(t, dict(zip(callee.params, tangents))) for t in callee.param_trees]
+    return Function(program.module_names.fresh(f"jvp_{callee.name}"), primals + tangents,
+                    [Tup(tuple(p_trees)), Tup(tuple(t_trees))], body, {}, callee.source,
+                    names=names, key=("custom jvp nondiff", callee.key))
 
 
 def rule_of(obj):
@@ -191,18 +255,25 @@ def vjp_adapters(module, callee, fwd_name, bwd_name):
     cot_tree = tree_of(out)
     bwd = lower_rule(program, callee, "bwd", [res_tree, cot_tree])
     cts = list(leaves_of(bwd.out_tree))
-    n_params = len(callee.params)
-    if not isinstance(bwd.out_tree, Tup) or len(cts) != n_params:
+    nondiff, diff = _split(callee)
+    if not isinstance(bwd.out_tree, Tup) or len(cts) != len(diff):
+        what = " differentiable" if nondiff else ""
+        n_args = len(callee.param_trees) - len(custom.nondiff_argnums)
         raise TypeError(f"{custom.bwd.__qualname__} must return a tuple with one cotangent "
-                        f"per argument of {custom.fun.__qualname__} ({n_params})")
+                        f"per{what} argument of {custom.fun.__qualname__} ({n_args})")
     names = Names(callee.params)
     res_params = [names.fresh("res") for _ in res_vars]
     cot_params = [names.fresh("g") for _ in out_vars]
     ct_vars = [names.fresh("ct") for _ in cts]
-    body = [Call(ct_vars, bwd, [Var(n) for n in res_params + cot_params], None)]
-    # None for an argument's cotangent is a zero one, as in JAX.
-    results = [zero_of(Var(p), names, body, None) if _is_none(ct) else Var(v)
-               for p, ct, v in zip(callee.params, cts, ct_vars)]
+    passed = [Var(callee.params[i]) for i in nondiff] + [Var(n) for n in res_params + cot_params]
+    body = [Call(ct_vars, bwd, passed, None)]
+    # None for an argument's cotangent is a zero one, as in JAX; a nondiff
+    # argument's is zero.
+    by_leaf = dict(zip(diff, zip(cts, ct_vars)))
+    results = []
+    for i, p in enumerate(callee.params):
+        ct, v = by_leaf.get(i, (Const(None), None))
+        results.append(zero_of(Var(p), names, body, None) if _is_none(ct) else Var(v))
     body.append(Return(Tup(tuple(results)), None))
     bwd_adapter = Function(bwd_name, list(callee.params) + res_params + cot_params,
                            list(callee.param_trees), body, {}, bwd.source, names=names,

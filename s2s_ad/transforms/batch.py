@@ -85,7 +85,10 @@ def _batched_rules(program, fn, batched, param_ranks, cache):
             known = rank_inference.infer(fwd, list(param_ranks))
             leaf_ranks = [rank_inference.rank_of(leaf, known) for leaf in leaves_of(fwd.out_tree)]
             n_out = len(leaves_of(fwd.out_tree.items[0]))
-            inner, ranks = list(rule.params), leaf_ranks[n_out:] + leaf_ranks[:n_out]
+            nondiff = custom.nondiff_leaves(fn)
+            inner = [rule.params[k] for k, i in enumerate(nondiff) if i in positions]
+            inner += list(rule.params[len(nondiff):])
+            ranks = [param_ranks[i] for i in nondiff] + leaf_ranks[n_out:] + leaf_ranks[:n_out]
         return vectorize_function(program, rule, inner, ranks, cache)
     return lower
 
