@@ -146,7 +146,8 @@ def _transpose_source(fname, vjp, callee, outs):
     codegen.def_line(w, fname, list(callee.params) + cots)
     w.indent += 1
     w.comment(f"the JVP rule of {callee.custom.fun.__qualname__} transposed, at zero tangents")
-    w.lines.append("    " * w.indent + f"return {vjp}({', '.join(list(callee.params) + zeros + passed)})")
+    args = ", ".join(list(callee.params) + zeros + passed)
+    w.lines.append("    " * w.indent + f"return {vjp}({args})")
     return w.tree()
 
 

@@ -200,7 +200,8 @@ class Statements:
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
         rule = has_reverse_rule(callee)
-        if rule:        # a user rule (or a transposed JVP rule) takes every output's cotangent, gives every input's
+        if rule:        # a user rule (or a JVP rule transposed) takes every output's
+            # cotangent, gives every input's
             seeds = out_leaves
         if in_loop and not rule and _scalar_code(callee, arg_ranks):
             # Inside a loop, a stack per residual costs more than running a
