@@ -340,25 +340,96 @@ def fixed_point_fwd(f, a, x_init):
 def fixed_point_rev(f, res, x_star_bar):
     a, x_star = res
     _, vjp_a = ad.vjp(lambda a: f(a, x_star), a)
-    a_bar, = vjp_a(fixed_point(partial(rev_iter, f), (a, x_star, x_star_bar), x_star_bar))
+    # (JAX's tutorial writes partial(rev_iter, f): a lambda here, see docs/custom_rules.md)
+    a_bar, = vjp_a(fixed_point(lambda packed, u: rev_iter(f, packed, u),
+                               (a, x_star, x_star_bar), x_star_bar))
     return a_bar, np.zeros_like(x_star)
 
 
 def rev_iter(f, packed, u):
     a, x_star, x_star_bar = packed
-    _, vjp_x = ad.vjp(partial(f, a), x_star)
+    _, vjp_x = ad.vjp(lambda x: f(a, x), x_star)
     return x_star_bar + vjp_x(u)[0]
 
 
 fixed_point.defvjp(fixed_point_fwd, fixed_point_rev)
 
 
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def j_fixed_point(f, a, x_guess):
+    def cond_fun(carry):
+        x_prev, x = carry
+        return jnp.abs(x_prev - x) > 1e-12
+
+    def body_fun(carry):
+        _, x = carry
+        return x, f(a, x)
+    _, x_star = jax.lax.while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+    return x_star
+
+
+def j_fixed_point_fwd(f, a, x_init):
+    x_star = j_fixed_point(f, a, x_init)
+    return x_star, (a, x_star)
+
+
+def j_fixed_point_rev(f, res, x_star_bar):
+    a, x_star = res
+    _, vjp_a = jax.vjp(lambda a: f(a, x_star), a)
+    a_bar, = vjp_a(j_fixed_point(partial(j_rev_iter, f), (a, x_star, x_star_bar), x_star_bar))
+    return a_bar, jnp.zeros_like(x_star)
+
+
+def j_rev_iter(f, packed, u):
+    a, x_star, x_star_bar = packed
+    _, vjp_x = jax.vjp(partial(f, a), x_star)
+    return x_star_bar + vjp_x(u)[0]
+
+
+j_fixed_point.defvjp(j_fixed_point_fwd, j_fixed_point_rev)
+
+
 @pytest.mark.parametrize("backend", TARGETS)
 def test_the_tutorials_fixed_point(backend):
+    src = ad.source(ad.grad(newton_sqrt), 2.0)
+    assert "rev_iter" in src and "fixed_point_rev" in src      # the rule, not the loop's adjoint
     for a in (2.0, 9.0):
-        got = TARGETS[backend](ad.grad(newton_sqrt))(a)
-        np.testing.assert_allclose(got, 0.5 / np.sqrt(a), rtol=1e-10)
+        want = float(jax.grad(lambda a: j_fixed_point(lambda a, x: 0.5 * (x + a / x), a, a))(a))
+        np.testing.assert_allclose(want, 0.5 / np.sqrt(a), rtol=1e-10)
+        np.testing.assert_allclose(TARGETS[backend](ad.grad(newton_sqrt))(a), want, rtol=1e-12)
         np.testing.assert_allclose(newton_sqrt(a), np.sqrt(a), rtol=1e-14)
+
+
+@partial(ad.custom_vjp, nondiff_argnums=(0,))
+def apply_ten(f, x):
+    return f(x)
+
+
+apply_ten.defvjp(lambda f, x: (f(x), x), lambda f, x, g: (10.0 * g,))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def j_apply_ten(f, x):
+    return f(x)
+
+
+j_apply_ten.defvjp(lambda f, x: (f(x), x), lambda f, x, g: (10.0 * g,))
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_a_function_argument_keeps_the_rule(backend):
+    want = float(jax.grad(lambda x: j_apply_ten(lambda t: t * t, x))(3.0))
+    assert want == 10.0
+    assert TARGETS[backend](ad.grad(lambda x: apply_ten(lambda t: t * t, x)))(3.0) == want
+
+
+def reads_its_callers_value(x, w):
+    return apply_ten(lambda t: t * w, x)
+
+
+def test_a_function_argument_reading_the_callers_values_is_refused():
+    with pytest.raises(ad.UnsupportedSyntaxError, match="reads w of the calling function"):
+        ad.grad(reads_its_callers_value)(1.0, 2.0)
 
 
 # -- forward mode and second order of a custom_vjp function (docs/custom_rules.md) -------

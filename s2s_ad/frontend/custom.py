@@ -172,7 +172,9 @@ def lower_rule(program, callee, which, trees):
 
 
 def trees_of_args(callee):
-    return [tree_of(t) for t in callee.param_trees]
+    """The structures of ``callee``'s arguments as its rules are lowered with
+    (a function passed to it bound, see ``anf.common.StaticFn``)."""
+    return list(callee.custom_trees or [tree_of(t) for t in callee.param_trees])
 
 
 def _jvp_adapter(program, callee):
@@ -226,6 +228,7 @@ def entry_function(program, custom, trees):
 def lower_custom(program, custom, trees, node=None, caller=None):
     callee = program.lower(custom.fun, trees, node, caller)
     callee.custom = custom
+    callee.custom_trees = list(trees)      # a bound function (StaticFn) included
     return callee
 
 
@@ -237,7 +240,7 @@ def vjp_adapters(module, callee, fwd_name, bwd_name):
     cotangents of every output leaf)`` returns one cotangent per parameter.
     """
     custom, program = callee.custom, module.program
-    trees = [tree_of(t) for t in callee.param_trees]
+    trees = trees_of_args(callee)
     fwd = lower_rule(program, callee, "fwd", trees)
     out_tree = fwd.out_tree
     if not (isinstance(out_tree, Tup) and len(out_tree.items) == 2):
@@ -295,7 +298,7 @@ def jvp_call(program, s, tangents, douts):
 def lowered_jvp(program, callee):
     """The lowered JVP rule of ``callee``: ``(primal leaves, tangent leaves) ->
     (output leaves, tangent output leaves)``."""
-    trees = [tree_of(t) for t in callee.param_trees]
+    trees = trees_of_args(callee)
     jvp = lower_rule(program, callee, "jvp", [tuple(trees), tuple(trees)])
     out_tree = jvp.out_tree
     if not (isinstance(out_tree, Tup) and len(out_tree.items) == 2):

@@ -143,6 +143,7 @@ class Function:
     # ``frontend.custom.lower_rule``).
     custom: Any = None
     rule_lowering: Any = None
+    custom_trees: Any = None      # the structures its rules are lowered with
 
     @property
     def out_tree(self):

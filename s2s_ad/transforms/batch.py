@@ -33,7 +33,6 @@ from ..ir import (
     Tup,
     Var,
     leaves_of,
-    tree_of,
     walk,
 )
 from ..rules.internal import (
@@ -60,7 +59,7 @@ def vectorize_function(program, fn, batched, param_ranks, cache=None):
     if key not in cache:
         vec = cache[key] = Vectorizer(program, fn, batched, param_ranks, cache).build(key)
         if fn.custom is not None:      # its rules are batched alike (never its body instead)
-            vec.custom = fn.custom
+            vec.custom, vec.custom_trees = fn.custom, fn.custom_trees
             vec.rule_lowering = _batched_rules(program, fn, batched, param_ranks, cache)
     return cache[key]
 
@@ -81,7 +80,7 @@ def _batched_rules(program, fn, batched, param_ranks, cache):
             inner = [rule.params[i] for i in positions] + [rule.params[n + i] for i in positions]
             ranks = list(param_ranks) * 2
         else:
-            fwd = custom.lower_rule(program, fn, "fwd", [tree_of(t) for t in fn.param_trees])
+            fwd = custom.lower_rule(program, fn, "fwd", custom.trees_of_args(fn))
             known = rank_inference.infer(fwd, list(param_ranks))
             leaf_ranks = [rank_inference.rank_of(leaf, known) for leaf in leaves_of(fwd.out_tree)]
             n_out = len(leaves_of(fwd.out_tree.items[0]))
