@@ -453,3 +453,77 @@ def test_forward_mode_of_a_custom_vjp_function_is_its_bodys():
 def test_a_second_derivative_through_a_custom_vjp_function_is_refused(second):
     with pytest.raises(TypeError, match="ten_sin is an ad.custom_vjp function"):
         second(ten_sin)(1.0)
+
+
+@partial(ad.custom_vjp, nondiff_argnums=(1, 2))
+def by_mode(x, mode, n):
+    return np.sin(x) * n
+
+
+def by_mode_fwd(x, mode, n):
+    return by_mode(x, mode, n), np.cos(x)
+
+
+def by_mode_bwd(mode, n, c, g):
+    if mode == "double":
+        return (2.0 * n * c * g,)
+    return (n * c * g,)
+
+
+by_mode.defvjp(by_mode_fwd, by_mode_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def j_by_mode(x, mode, n):
+    return jnp.sin(x) * n
+
+
+j_by_mode.defvjp(lambda x, mode, n: (j_by_mode(x, mode, n), jnp.cos(x)),
+                 lambda mode, n, c, g: ((2.0 if mode == "double" else 1.0) * n * c * g,))
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+@pytest.mark.parametrize("mode", ["double", "single"])
+def test_string_and_int_nondiff_arguments(backend, mode):
+    want = float(jax.grad(lambda x: j_by_mode(x, mode, 3))(1.0))
+    got = TARGETS[backend](ad.grad(lambda x: by_mode(x, mode, 3)))(1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    xs = np.array([1.0, 2.0])
+    np.testing.assert_allclose(ad.vmap(ad.grad(lambda x: by_mode(x, mode, 3)))(xs),
+                               jax.vmap(jax.grad(lambda x: j_by_mode(x, mode, 3)))(xs),
+                               rtol=1e-15)
+
+
+@partial(ad.custom_jvp, nondiff_argnums=(1,))
+def jvp_by_mode(x, mode):
+    return np.sin(x)
+
+
+@jvp_by_mode.defjvp
+def jvp_by_mode_jvp(mode, primals, tangents):
+    x, = primals
+    t, = tangents
+    scale = 2.0 if mode == "double" else 1.0
+    return jvp_by_mode(x, mode), scale * np.cos(x) * t
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def j_jvp_by_mode(x, mode):
+    return jnp.sin(x)
+
+
+@j_jvp_by_mode.defjvp
+def j_jvp_by_mode_jvp(mode, primals, tangents):
+    x, = primals
+    t, = tangents
+    return j_jvp_by_mode(x, mode), (2.0 if mode == "double" else 1.0) * jnp.cos(x) * t
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_a_string_nondiff_argument_of_a_jvp_rule(backend):
+    for mode in ("double", "single"):
+        want = float(jax.grad(lambda x: j_jvp_by_mode(x, mode))(1.0))
+        got = TARGETS[backend](ad.grad(lambda x: jvp_by_mode(x, mode)))(1.0)
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+        np.testing.assert_allclose(ad.jacfwd(lambda x: jvp_by_mode(x, mode))(1.0), want,
+                                   rtol=1e-15)

@@ -271,11 +271,14 @@ def vjp_adapters(module, callee, fwd_name, bwd_name):
     passed = [Var(callee.params[i]) for i in nondiff] + [Var(n) for n in res_params + cot_params]
     body = [Call(ct_vars, bwd, passed, None)]
     # None for an argument's cotangent is a zero one, as in JAX; a nondiff
-    # argument's is zero.
+    # argument's is 0.0 (it may be a string).
     by_leaf = dict(zip(diff, zip(cts, ct_vars)))
     results = []
     for i, p in enumerate(callee.params):
-        ct, v = by_leaf.get(i, (Const(None), None))
+        if i not in by_leaf:
+            results.append(Const(0.0))
+            continue
+        ct, v = by_leaf[i]
         results.append(zero_of(Var(p), names, body, None) if _is_none(ct) else Var(v))
     body.append(Return(Tup(tuple(results)), None))
     bwd_adapter = Function(bwd_name, list(callee.params) + res_params + cot_params,

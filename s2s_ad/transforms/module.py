@@ -74,9 +74,11 @@ class ModuleBuilder:
         self.primal(tangents_fn)
         outs = [leaf for leaf in tangents_fn.out_tree.items]
         seeds = tuple(o.name for o in outs if isinstance(o, Var))
-        vjp = self.helper_joint_vjp(tangents_fn, tuple(tangents), seeds, tuple(ranks) * 2)
+        nondiff = set(custom.nondiff_leaves(callee))
+        wrt = tuple(t for i, t in enumerate(tangents) if i not in nondiff)
+        vjp = self.helper_joint_vjp(tangents_fn, wrt, seeds, tuple(ranks) * 2)
         bwd = self.names.fresh("bwd_" + callee.name)
-        self._add(bwd, _transpose_source(bwd, vjp, callee, outs))
+        self._add(bwd, _transpose_source(bwd, vjp, callee, outs, nondiff))
         return fwd, bwd, []
 
     def helper_joint_vjp(self, callee, in_names, seeds, ranks):
@@ -135,19 +137,28 @@ class ModuleBuilder:
                          for part in (self.parts if parts is None else parts))
 
 
-def _transpose_source(fname, vjp, callee, outs):
+def _transpose_source(fname, vjp, callee, outs, nondiff):
     """``def fname(params, cotangents): return vjp(params, zeros, cotangents)``:
     the VJP of a custom_jvp call from the VJP of its tangent map (the
-    cotangents of constant tangent outputs are not passed)."""
+    cotangents of constant tangent outputs are not passed).  A nondiff
+    argument (leaf positions ``nondiff``, perhaps a string) has no tangent:
+    its own value stands in, unread, and its cotangent is 0.0."""
     cots = [f"g_{i}" for i in range(len(outs))]
-    zeros = [f"rt.zeros_like({p})" for p in callee.params]
+    zeros = [p if i in nondiff else f"rt.zeros_like({p})" for i, p in enumerate(callee.params)]
     passed = [c for c, o in zip(cots, outs) if isinstance(o, Var)]
     w = codegen.Writer()
     codegen.def_line(w, fname, list(callee.params) + cots)
     w.indent += 1
     w.comment(f"the JVP rule of {callee.custom.fun.__qualname__} transposed, at zero tangents")
-    args = ", ".join(list(callee.params) + zeros + passed)
-    w.lines.append("    " * w.indent + f"return {vjp}({args})")
+    call = f"{vjp}({', '.join(list(callee.params) + zeros + passed)})"
+    if not nondiff:
+        w.lines.append("    " * w.indent + f"return {call}")
+        return w.tree()
+    got = [f"ct_{i}" for i in range(len(callee.params)) if i not in nondiff]
+    w.lines.append("    " * w.indent + f"{', '.join(got)}, = {call}")
+    it = iter(got)
+    result = ["0.0" if i in nondiff else next(it) for i in range(len(callee.params))]
+    w.lines.append("    " * w.indent + f"return ({', '.join(result)},)")
     return w.tree()
 
 
