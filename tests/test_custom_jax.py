@@ -527,3 +527,14 @@ def test_a_string_nondiff_argument_of_a_jvp_rule(backend):
         np.testing.assert_allclose(got, want, rtol=1e-15)
         np.testing.assert_allclose(ad.jacfwd(lambda x: jvp_by_mode(x, mode))(1.0), want,
                                    rtol=1e-15)
+
+
+@pytest.mark.skipif(not __import__("cuda_support").RUNS,
+                    reason="needs a GPU or NUMBA_ENABLE_CUDASIM=1")
+def test_custom_rules_on_the_cuda_target():
+    xs = np.array([0.5, 3.0, 30.0, -2.0])
+    cases = [(log1pexp, j_log1pexp), (cg, j_cg), (f, j_f), (cg_nd, lambda x: j_clip_nd(
+        -0.75, 0.75, jnp.sin(x)))]
+    for fun, ref in cases:
+        got = ad.jit(ad.vmap(ad.grad(fun)), target="cuda")(xs)
+        np.testing.assert_allclose(got, jax.vmap(jax.grad(ref))(xs), rtol=1e-14)
