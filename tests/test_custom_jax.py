@@ -538,3 +538,31 @@ def test_custom_rules_on_the_cuda_target():
     for fun, ref in cases:
         got = ad.jit(ad.vmap(ad.grad(fun)), target="cuda")(xs)
         np.testing.assert_allclose(got, jax.vmap(jax.grad(ref))(xs), rtol=1e-14)
+
+
+def clip_by_x(x):
+    return clip_nd(-x, x, x)
+
+
+def test_a_differentiated_value_in_a_nondiff_position_is_refused():
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(lambda x: j_clip_nd(-x, x, x))(1.0)
+    with pytest.raises(ad.UnsupportedSyntaxError, match="nondiff_argnums") as info:
+        ad.grad(clip_by_x)(1.0)
+    assert info.value.filename == __file__ and "clip_nd(-x, x, x)" in info.value.text
+
+
+def mixed_rules(x):
+    return np.tanh(x) * fw(x) + log1pexp(x * 3.0) + clip_gradient(-0.1, 0.1, np.sin(x)) * x
+
+
+def j_mixed_rules(x):
+    return jnp.tanh(x) * j_f(x) + j_log1pexp(x * 3.0) + j_clip_gradient(-0.1, 0.1,
+                                                                         jnp.sin(x)) * x
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_jacobian_rows_of_a_vector_function_use_the_rules(backend):
+    x = np.linspace(-2.0, 3.0, 40)
+    want = np.asarray(jax.jacrev(j_mixed_rules)(x))
+    np.testing.assert_allclose(TARGETS[backend](ad.jacrev(mixed_rules))(x), want, atol=1e-14)
