@@ -566,3 +566,68 @@ def test_jacobian_rows_of_a_vector_function_use_the_rules(backend):
     x = np.linspace(-2.0, 3.0, 40)
     want = np.asarray(jax.jacrev(j_mixed_rules)(x))
     np.testing.assert_allclose(TARGETS[backend](ad.jacrev(mixed_rules))(x), want, atol=1e-14)
+
+
+# -- more of the tutorial's examples ----------------------------------------------------------
+@ad.custom_jvp
+def root_ratio(x):
+    return x / (1 + np.sqrt(x))
+
+
+@root_ratio.defjvp
+def root_ratio_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    ans = root_ratio(x)
+    ans_dot = ((np.sqrt(x) + 2) / (2 * (np.sqrt(x) + 1) ** 2)) * x_dot
+    return ans, ans_dot
+
+
+@ad.custom_jvp
+def root_ratio_s(x):
+    return x / (1 + np.sqrt(x))
+
+
+root_ratio_s.defjvps(lambda t, ans, x: ((np.sqrt(x) + 2) / (2 * (np.sqrt(x) + 1) ** 2)) * t)
+
+
+@ad.custom_jvp
+def log1pexp_s(x):
+    return np.log(1. + np.exp(x))
+
+
+log1pexp_s.defjvps(lambda t, ans, x: (1 - 1 / (1 + np.exp(x))) * t)
+
+
+@ad.custom_jvp
+def sin_rule(x):
+    return np.sin(x)
+
+
+sin_rule.defjvp(lambda primals, tangents: (sin_rule(primals[0]), np.cos(primals[0]) * tangents[0]))
+
+
+@jax.custom_jvp
+def j_sin_rule(x):
+    return jnp.sin(x)
+
+
+j_sin_rule.defjvp(lambda p, t: (j_sin_rule(p[0]), jnp.cos(p[0]) * t[0]))
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_tutorial_rules_at_the_edge_of_the_domain(backend):
+    wrap = TARGETS[backend]
+    assert wrap(ad.grad(root_ratio))(0.) == wrap(ad.grad(root_ratio_s))(0.) == 1.0
+    assert wrap(ad.grad(log1pexp_s))(100.) == 1.0
+    np.testing.assert_allclose(wrap(ad.grad(log1pexp_s))(3.), jax.grad(j_log1pexp)(3.),
+                               rtol=1e-15)
+    np.testing.assert_allclose(ad.vmap(wrap(ad.grad(log1pexp_s)))(np.arange(3.)),
+                               jax.vmap(jax.grad(j_log1pexp))(np.arange(3.)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", TARGETS)
+def test_grad_of_grad_through_a_jvp_rule(backend):
+    np.testing.assert_allclose(TARGETS[backend](ad.grad(ad.grad(sin_rule)))(3.),
+                               jax.grad(jax.grad(j_sin_rule))(3.), rtol=1e-15)
+    np.testing.assert_allclose(ad.grad(sin_rule)(3.), np.cos(3.), rtol=1e-15)
