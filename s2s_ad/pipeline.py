@@ -145,6 +145,9 @@ def scalarize_small(st):
 def forward_mode(st):
     """Apply the request's forward-mode layers (each a JVP of the last)."""
     req = st.request
+    # Forward layers under a reverse transform make a second derivative (see
+    # forward.Forward.call on custom_vjp functions).
+    st.program.reverse_outer = req.kind != "primal" and any(a != "vmap" for a, _ in req.layers)
     for depth, (argnums, output) in enumerate(req.layers, 1):
         fn = st.fn
         param_ranks = req.ranks[:len(fn.params)] if req.ranks else None

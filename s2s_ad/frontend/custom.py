@@ -1,34 +1,47 @@
 """User derivative rules: ``ad.custom_vjp`` and ``ad.custom_jvp``, used as in JAX.
 
 A decorated function calls through to itself; inside transformed code the
-compiler lowers it like any user function, marks it, and:
+compiler lowers it like any user function, marks it (``Function.custom``),
+and never differentiates its body where a rule covers the mode:
 
-* reverse mode calls ``f_fwd(*args) -> (out, residuals)`` in the primal
-  sweep and ``f_bwd(residuals, g) -> (one cotangent per argument)`` in the
-  adjoint sweep (:func:`vjp_adapters`), instead of differentiating the body;
-* forward mode calls ``f_jvp(primals, tangents) -> (out, tangent_out)``.
+* reverse mode, custom_vjp: ``f_fwd(*args) -> (out, residuals)`` in the
+  primal sweep and ``f_bwd(residuals, g) -> (one cotangent per argument)``
+  in the adjoint sweep (:func:`vjp_adapters`);
+* reverse mode, custom_jvp: the rule transposed, as JAX does.  The rule is
+  linear in the tangents, so the cotangents of the arguments are the
+  reverse-mode derivative of its tangent output with respect to its tangent
+  inputs, at zero tangents (:func:`tangent_map`, differentiated by
+  ``ModuleBuilder.helper_vjp``);
+* forward mode, custom_jvp: ``f_jvp(primals, tangents) -> (out, tangent_out)``
+  (:func:`jvp_call`); ``f.defjvps`` rules are summed into such a function.
+
+Forward mode of a custom_vjp function (which JAX refuses) differentiates its
+body: see docs/custom_rules.md.
 
 ``f_fwd``, ``f_bwd`` and ``f_jvp`` are ordinary module-level functions: they
 are lowered, printed and compiled with the rest of the generated module, so
-a custom rule runs inside jitted code too.  A rule for one mode only: the
-other mode differentiates the function's body (JAX would refuse; here the
-body is plain differentiable code, so its derivative is the honest fallback).
+a custom rule runs inside jitted code too.  A rewrite that changes a custom
+function (batching) changes its rules alike (``Function.rule_lowering``).
 """
+import dataclasses
 import functools
+import inspect
 
-from ..ir import Call, Function, Prim, Return, Tup, Var, leaves_of, tree_of
+from ..ir import Call, Const, Function, Prim, Return, Tup, Var, leaves_of, tree_of
 from ..ir.names import Names
+from ..rules import RULES
 from ..rules.internal import ZEROS_LIKE
 
 
 class _Custom:
     kind = ""
 
-    def __init__(self, fun):
+    def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
             raise TypeError(f"@ad.{self.kind} expects a function, got {fun!r}")
         self.fun = fun
         functools.update_wrapper(self, fun)
+        self.nondiff_argnums = _argnums(fun, nondiff_argnums, self.kind)
 
     def __call__(self, *args, **kwargs):
         return self.fun(*args, **kwargs)
@@ -47,8 +60,8 @@ class custom_vjp(_Custom):
     """A function with a user-defined VJP: ``f.defvjp(f_fwd, f_bwd)``."""
     kind = "custom_vjp"
 
-    def __init__(self, fun):
-        super().__init__(fun)
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd, bwd):
@@ -59,17 +72,64 @@ class custom_vjp(_Custom):
 
 
 class custom_jvp(_Custom):
-    """A function with a user-defined JVP: ``f.defjvp(f_jvp)``."""
+    """A function with a user-defined JVP: ``f.defjvp(f_jvp)``, or one rule
+    per argument: ``f.defjvps(rule_0, rule_1, ...)``."""
     kind = "custom_jvp"
 
-    def __init__(self, fun):
-        super().__init__(fun)
+    def __init__(self, fun, nondiff_argnums=()):
+        super().__init__(fun, nondiff_argnums)
         self.jvp = None
+        self.jvps = None    # defjvps: per argument, rule(g, ans, *primals) or None
 
     def defjvp(self, jvp):
         self._check_rule(jvp, "defjvp")
-        self.jvp = jvp
+        self.jvp, self.jvps = jvp, None
         return self
+
+    def defjvps(self, *jvps):
+        """One rule per argument, as in JAX: ``rule(g, ans, *primals)`` is that
+        argument's contribution to the output tangent (``g`` its tangent,
+        ``ans`` the output); None for an argument whose tangent contributes
+        nothing.  The output tangent is the sum of the contributions."""
+        n = len(inspect.signature(self.fun).parameters)
+        if len(jvps) != n:
+            raise TypeError(f"{self.fun.__qualname__}.defjvps expects one rule per argument "
+                            f"({n}), got {len(jvps)}")
+        if self.nondiff_argnums:
+            raise TypeError(f"{self.fun.__qualname__}.defjvps: a function with nondiff_argnums "
+                            f"takes its rule through defjvp")
+        for rule in jvps:
+            if rule is not None:
+                self._check_rule(rule, "defjvps")
+        self.jvp, self.jvps = None, tuple(jvps)
+        return self
+
+
+def _argnums(fun, nondiff_argnums, kind):
+    """``nondiff_argnums`` checked against ``fun``'s positional parameters."""
+    nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else tuple(nondiff_argnums)
+    n = len(inspect.signature(fun).parameters)
+    for i in nums:
+        if not isinstance(i, int) or not -n <= i < n:
+            raise TypeError(f"ad.{kind}(nondiff_argnums={nondiff_argnums!r}): each must be the "
+                            f"position of an argument of {fun.__qualname__} ({n} arguments)")
+    return tuple(sorted({i % n for i in nums}))
+
+
+def _split(callee):
+    """(leaf positions of the nondiff arguments, of the others) of ``callee``'s parameters."""
+    nondiff, diff, k = [], [], 0
+    for i, tree in enumerate(callee.param_trees):
+        n = len(leaves_of(tree))
+        (nondiff if i in callee.custom.nondiff_argnums else diff).extend(range(k, k + n))
+        k += n
+    return nondiff, diff
+
+
+def nondiff_leaves(callee):
+    """The positions of the parameter leaves of ``callee``'s nondiff arguments
+    (an ``f_bwd`` takes them first)."""
+    return _split(callee)[0]
 
 
 def has_vjp_rule(callee):
@@ -81,7 +141,64 @@ def has_vjp_rule(callee):
 def has_jvp_rule(callee):
     """Whether a lowered called function carries a user JVP rule (ad.custom_jvp)."""
     rule = getattr(callee, "custom", None)
-    return isinstance(rule, custom_jvp) and rule.jvp is not None
+    return isinstance(rule, custom_jvp) and (rule.jvp is not None or rule.jvps is not None)
+
+
+def has_reverse_rule(callee):
+    """Whether reverse mode uses a user rule for a call of ``callee`` (its VJP
+    rule, or its JVP rule transposed) instead of differentiating its body."""
+    return has_vjp_rule(callee) or has_jvp_rule(callee)
+
+
+def lower_rule(program, callee, which, trees):
+    """The lowered rule ``which`` ("fwd", "bwd" or "jvp") of custom function
+    ``callee``, for arguments of structures ``trees``.
+
+    A rewritten custom function (a batched one) lowers its rules its own way
+    (``callee.rule_lowering``); ``f.defjvps`` rules make one JVP function
+    (:func:`jvps_function`).
+    """
+    if callee.rule_lowering is not None:
+        return callee.rule_lowering(which, trees)
+    custom = callee.custom
+    if which == "jvp" and custom.jvp is None:
+        return jvps_function(program, callee, trees)
+    nondiff = [trees_of_args(callee)[i] for i in custom.nondiff_argnums]
+    if which == "jvp" and nondiff:
+        return _jvp_adapter(program, callee)
+    if which == "bwd":
+        trees = nondiff + list(trees)
+    return program.lower(getattr(custom, which), trees)
+
+
+def trees_of_args(callee):
+    """The structures of ``callee``'s arguments as its rules are lowered with
+    (a function passed to it bound, see ``anf.common.StaticFn``)."""
+    return list(callee.custom_trees or [tree_of(t) for t in callee.param_trees])
+
+
+def _jvp_adapter(program, callee):
+    """``(primals, tangents) -> (out, tangent_out)`` of every argument, around a
+    JVP rule with nondiff_argnums: ``f_jvp(*nondiff_args, primals, tangents)``
+    with the primals and tangents of the other arguments only."""
+    custom = callee.custom
+    trees = trees_of_args(callee)
+    nums = custom.nondiff_argnums
+    others = [t for i, t in enumerate(trees) if i not in nums]
+    jvp = program.lower(custom.jvp, [trees[i] for i in nums] + [tuple(others), tuple(others)])
+    nondiff, diff = _split(callee)
+    names = Names(callee.params)
+    primals = [names.fresh(p) for p in callee.params]
+    tangents = [names.fresh("d" + p.lstrip("_")) for p in callee.params]
+    outs = [Var(names.fresh("out")) for _ in leaves_of(jvp.out_tree)]
+    args = [Var(primals[i]) for i in nondiff + diff] + [Var(tangents[i]) for i in diff]
+    body = [Call([o.name for o in outs], jvp, args, None),
+            Return(_rebuild(jvp.out_tree, iter(outs)), None)]
+    p_trees = [_renamed(t, dict(zip(callee.params, primals))) for t in callee.param_trees]
+    t_trees = [_renamed(t, dict(zip(callee.params, tangents))) for t in callee.param_trees]
+    return Function(program.module_names.fresh(f"jvp_{callee.name}"), primals + tangents,
+                    [Tup(tuple(p_trees)), Tup(tuple(t_trees))], body, {}, callee.source,
+                    names=names, key=("custom jvp nondiff", callee.key))
 
 
 def rule_of(obj):
@@ -111,6 +228,7 @@ def entry_function(program, custom, trees):
 def lower_custom(program, custom, trees, node=None, caller=None):
     callee = program.lower(custom.fun, trees, node, caller)
     callee.custom = custom
+    callee.custom_trees = list(trees)      # a bound function (StaticFn) included
     return callee
 
 
@@ -122,8 +240,8 @@ def vjp_adapters(module, callee, fwd_name, bwd_name):
     cotangents of every output leaf)`` returns one cotangent per parameter.
     """
     custom, program = callee.custom, module.program
-    trees = [tree_of(t) for t in callee.param_trees]
-    fwd = program.lower(custom.fwd, trees)
+    trees = trees_of_args(callee)
+    fwd = lower_rule(program, callee, "fwd", trees)
     out_tree = fwd.out_tree
     if not (isinstance(out_tree, Tup) and len(out_tree.items) == 2):
         raise TypeError(f"{custom.fwd.__qualname__} must return (output, residuals)")
@@ -138,18 +256,31 @@ def vjp_adapters(module, callee, fwd_name, bwd_name):
                            fwd.source, names=names, key=("custom fwd", callee.key))
     res_tree = tree_of(res)
     cot_tree = tree_of(out)
-    bwd = program.lower(custom.bwd, [res_tree, cot_tree])
+    bwd = lower_rule(program, callee, "bwd", [res_tree, cot_tree])
     cts = list(leaves_of(bwd.out_tree))
-    n_params = len(callee.params)
-    if not isinstance(bwd.out_tree, Tup) or len(cts) != n_params:
+    nondiff, diff = _split(callee)
+    if not isinstance(bwd.out_tree, Tup) or len(cts) != len(diff):
+        what = " differentiable" if nondiff else ""
+        n_args = len(callee.param_trees) - len(custom.nondiff_argnums)
         raise TypeError(f"{custom.bwd.__qualname__} must return a tuple with one cotangent "
-                        f"per argument of {custom.fun.__qualname__} ({n_params})")
+                        f"per{what} argument of {custom.fun.__qualname__} ({n_args})")
     names = Names(callee.params)
     res_params = [names.fresh("res") for _ in res_vars]
     cot_params = [names.fresh("g") for _ in out_vars]
     ct_vars = [names.fresh("ct") for _ in cts]
-    body = [Call(ct_vars, bwd, [Var(n) for n in res_params + cot_params], None),
-            Return(Tup(tuple(Var(n) for n in ct_vars)), None)]
+    passed = [Var(callee.params[i]) for i in nondiff] + [Var(n) for n in res_params + cot_params]
+    body = [Call(ct_vars, bwd, passed, None)]
+    # None for an argument's cotangent is a zero one, as in JAX; a nondiff
+    # argument's is 0.0 (it may be a string).
+    by_leaf = dict(zip(diff, zip(cts, ct_vars)))
+    results = []
+    for i, p in enumerate(callee.params):
+        if i not in by_leaf:
+            results.append(Const(0.0))
+            continue
+        ct, v = by_leaf[i]
+        results.append(zero_of(Var(p), names, body, None) if _is_none(ct) else Var(v))
+    body.append(Return(Tup(tuple(results)), None))
     bwd_adapter = Function(bwd_name, list(callee.params) + res_params + cot_params,
                            list(callee.param_trees), body, {}, bwd.source, names=names,
                            key=("custom bwd", callee.key))
@@ -163,13 +294,106 @@ def jvp_call(program, s, tangents, douts):
     ``douts`` one name per output leaf.
     """
     callee = s.callee
-    custom = callee.custom
-    trees = [tree_of(t) for t in callee.param_trees]
-    jvp = program.lower(custom.jvp, [tuple(trees), tuple(trees)])
+    jvp = lowered_jvp(program, callee)
+    return Call(list(s.targets) + list(douts), jvp, list(s.args) + list(tangents), s.loc)
+
+
+def lowered_jvp(program, callee):
+    """The lowered JVP rule of ``callee``: ``(primal leaves, tangent leaves) ->
+    (output leaves, tangent output leaves)``."""
+    trees = trees_of_args(callee)
+    jvp = lower_rule(program, callee, "jvp", [tuple(trees), tuple(trees)])
     out_tree = jvp.out_tree
     if not (isinstance(out_tree, Tup) and len(out_tree.items) == 2):
-        raise TypeError(f"{custom.jvp.__qualname__} must return (output, tangent_output)")
-    return Call(list(s.targets) + list(douts), jvp, list(s.args) + list(tangents), s.loc)
+        rule = callee.custom.jvp or callee.custom.fun
+        raise TypeError(f"{rule.__qualname__} must return (output, tangent_output)")
+    return jvp
+
+
+def primal_adapter(callee, fname):
+    """``fname(params) -> output leaves``: the forward half of the VJP of a
+    custom_jvp function (it keeps no residuals: the adjoint half reads the
+    call's arguments)."""
+    names = Names(callee.params)
+    outs = [Var(names.fresh("out")) for _ in leaves_of(callee.out_tree)]
+    body = [Call([v.name for v in outs], callee, [Var(p) for p in callee.params], None),
+            Return(Tup(tuple(outs)), None)]
+    return Function(fname, list(callee.params), list(callee.param_trees), body, {},
+                    callee.source, names=names, key=("custom primal", callee.key))
+
+
+def tangent_map(program, callee):
+    """``tangents_f(primals, tangents) -> tangent output leaves``: the JVP
+    rule of ``callee`` as a function of the tangents, linear in them.  Its
+    reverse-mode derivative with respect to the tangents, at zero tangents,
+    is the rule transposed: the VJP of ``callee``.
+
+    Returns (the function, its tangent parameters)."""
+    jvp = lowered_jvp(program, callee)
+    names = Names(callee.params)
+    primals = [names.fresh(p) for p in callee.params]
+    tangents = [names.fresh("d" + p.lstrip("_")) for p in callee.params]
+    n_out = len(leaves_of(callee.out_tree))
+    outs = [names.fresh("out") for _ in range(n_out)]
+    douts = [names.fresh("dout") for _ in range(n_out)]
+    body = [Call(outs + douts, jvp, [Var(n) for n in primals + tangents], None),
+            Return(Tup(tuple(Var(d) for d in douts)), None)]
+    trees = ([_renamed(t, dict(zip(callee.params, primals))) for t in callee.param_trees]
+             + [_renamed(t, dict(zip(callee.params, tangents))) for t in callee.param_trees])
+    fn = Function(program.module_names.fresh(f"tangents_{callee.name}"), primals + tangents,
+                  trees, body, {}, callee.source, names=names,
+                  key=("custom tangents", callee.key))
+    return fn, tangents
+
+
+def jvps_function(program, callee, trees):
+    """The JVP function of ``f.defjvps(rule_0, ...)``: ``(primals, tangents) ->
+    (f(*primals), sum over arguments i of rule_i(tangent_i, f(*primals), *primals))``."""
+    custom = callee.custom
+    names = Names(callee.params)
+    primals = [names.fresh(p) for p in callee.params]
+    tangents = [names.fresh("d" + p.lstrip("_")) for p in callee.params]
+    p_trees = [_renamed(t, dict(zip(callee.params, primals))) for t in callee.param_trees]
+    t_trees = [_renamed(t, dict(zip(callee.params, tangents))) for t in callee.param_trees]
+    outs = [Var(names.fresh("ans")) for _ in leaves_of(callee.out_tree)]
+    body = [Call([o.name for o in outs], callee, [Var(p) for p in primals], None)]
+    total = None
+    for rule, t_tree in zip(custom.jvps, t_trees):
+        if rule is None:
+            continue
+        fn = program.lower(rule, [tree_of(t_tree), tree_of(callee.out_tree)] + list(trees[0]))
+        part = [Var(names.fresh("part")) for _ in leaves_of(fn.out_tree)]
+        if len(part) != len(outs):
+            raise TypeError(f"{rule.__qualname__} must return a tangent shaped like the "
+                            f"output of {custom.fun.__qualname__}")
+        body.append(Call([v.name for v in part], fn, list(leaves_of(t_tree)) + outs
+                         + [Var(p) for p in primals], None))
+        total = part if total is None else [_add(a, b, names, body) for a, b in zip(total, part)]
+    if total is None:
+        total = [zero_of(o, names, body, None) for o in outs]
+    it_out, it_tan = iter(outs), iter(total)
+    value = Tup((_rebuild(callee.out_tree, it_out), _rebuild(callee.out_tree, it_tan)))
+    body.append(Return(value, None))
+    return Function(program.module_names.fresh(f"jvps_{callee.name}"), primals + tangents,
+                    [Tup(tuple(p_trees)), Tup(tuple(t_trees))], body, {}, callee.source,
+                    names=names, key=("custom jvps", callee.key))
+
+
+def _add(a, b, names, body):
+    z = Var(names.temp())
+    body.append(Prim([z.name], RULES["np.add"], [a, b], {}, None))
+    return z
+
+
+def _renamed(tree, mapping):
+    """A parameter tree with its leaves renamed by ``mapping``."""
+    if isinstance(tree, Tup):
+        return dataclasses.replace(tree, items=tuple(_renamed(t, mapping) for t in tree.items))
+    return Var(mapping[tree.name]) if isinstance(tree, Var) else tree
+
+
+def _is_none(atom):
+    return isinstance(atom, Const) and atom.value is None
 
 
 def zero_of(atom, names, body, loc):

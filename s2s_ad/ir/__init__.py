@@ -137,6 +137,13 @@ class Function:
     elements: dict = field(default_factory=dict)
     # Parameter leaves passed as None (no leaves, as JAX's None: no gradient).
     none_params: frozenset = frozenset()
+    # The user's rule (``ad.custom_vjp`` / ``ad.custom_jvp``) of a custom
+    # function, kept by rewrites of its body; and, for a rewrite that changes
+    # the rule's functions too (batching), how to lower them (see
+    # ``frontend.custom.lower_rule``).
+    custom: Any = None
+    rule_lowering: Any = None
+    custom_trees: Any = None      # the structures its rules are lowered with
 
     @property
     def out_tree(self):

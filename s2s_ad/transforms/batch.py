@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from .. import rules
 from ..analyses import ranks as rank_inference
+from ..frontend import custom
 from ..ir import (
     Call,
     Const,
@@ -31,6 +32,7 @@ from ..ir import (
     Slice,
     Tup,
     Var,
+    leaves_of,
     walk,
 )
 from ..rules.internal import (
@@ -55,8 +57,39 @@ def vectorize_function(program, fn, batched, param_ranks, cache=None):
     cache = program.__dict__.setdefault("_batched", {}) if cache is None else cache
     key = ("vmap", fn.key, tuple(batched), tuple(param_ranks))
     if key not in cache:
-        cache[key] = Vectorizer(program, fn, batched, param_ranks, cache).build(key)
+        vec = cache[key] = Vectorizer(program, fn, batched, param_ranks, cache).build(key)
+        if fn.custom is not None:      # its rules are batched alike (never its body instead)
+            vec.custom, vec.custom_trees = fn.custom, fn.custom_trees
+            vec.rule_lowering = _batched_rules(program, fn, batched, param_ranks, cache)
     return cache[key]
+
+
+def _batched_rules(program, fn, batched, param_ranks, cache):
+    """How the rules of batched custom function ``fn`` are lowered: each rule
+    of ``fn`` batched like the call.  ``f_fwd`` and the JVP rule's primals and
+    tangents are batched where ``fn``'s arguments are; ``f_bwd`` everywhere
+    (a batched function's outputs, residuals included, all are)."""
+    positions = [i for i, p in enumerate(fn.params) if p in set(batched)]
+
+    def lower(which, trees):
+        rule = custom.lower_rule(program, fn, which, trees)
+        if which == "fwd":
+            inner, ranks = [rule.params[i] for i in positions], list(param_ranks)
+        elif which == "jvp":
+            n = len(fn.params)
+            inner = [rule.params[i] for i in positions] + [rule.params[n + i] for i in positions]
+            ranks = list(param_ranks) * 2
+        else:
+            fwd = custom.lower_rule(program, fn, "fwd", custom.trees_of_args(fn))
+            known = rank_inference.infer(fwd, list(param_ranks))
+            leaf_ranks = [rank_inference.rank_of(leaf, known) for leaf in leaves_of(fwd.out_tree)]
+            n_out = len(leaves_of(fwd.out_tree.items[0]))
+            nondiff = custom.nondiff_leaves(fn)
+            inner = [rule.params[k] for k, i in enumerate(nondiff) if i in positions]
+            inner += list(rule.params[len(nondiff):])
+            ranks = [param_ranks[i] for i in nondiff] + leaf_ranks[n_out:] + leaf_ranks[:n_out]
+        return vectorize_function(program, rule, inner, ranks, cache)
+    return lower
 
 
 def batched_names(fn, start):

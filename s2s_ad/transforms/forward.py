@@ -231,6 +231,8 @@ class Forward(RuleTangents, Rewriter):
                     body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
             return
         body.pop()
+        if custom.has_vjp_rule(s.callee) and self.program.__dict__.get("reverse_outer"):
+            raise TypeError(_VJP_RULE_UNDER_FORWARD.format(s.callee.custom.fun.__qualname__))
         if custom.has_jvp_rule(s.callee):
             # The user's rule computes one direction (and the primal) per call.
             for q in self.directions():
@@ -249,6 +251,15 @@ class Forward(RuleTangents, Rewriter):
         douts = [self.d(t) if t in self.act else self.names.temp() for _ in self.directions()
                  for t in s.targets]
         body.append(Call(list(s.targets) + douts, callee, list(s.args) + tangents, s.loc))
+
+
+#: A custom_vjp function under forward mode differentiates its body (docs/custom_rules.md);
+#: under a second-order derivative that would silently drop the rule from the result.
+_VJP_RULE_UNDER_FORWARD = (
+    "{0} is an ad.custom_vjp function: a second derivative through it (hessian, "
+    "jacfwd(grad(...)), grad(grad(...))) would differentiate the rule's derivative, which "
+    "s2s_ad does not build from f_bwd (JAX does); give {0} a JVP rule with ad.custom_jvp "
+    "instead (reverse mode then uses it too), see docs/custom_rules.md")
 
 
 def _mirror(tree, d):

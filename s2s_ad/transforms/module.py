@@ -9,7 +9,7 @@ import ast
 
 from ..codegen import printer as codegen
 from ..frontend import custom
-from ..ir import Call, walk
+from ..ir import Call, Var, walk
 from . import reverse, widen
 
 
@@ -49,6 +49,8 @@ class ModuleBuilder:
             self.primal(fwd_fn, fwd)
             self.primal(bwd_fn, bwd)
             self._vjps[key] = (fwd, bwd, residuals)
+        if key not in self._vjps and custom.has_jvp_rule(callee):
+            self._vjps[key] = self._transposed_jvp(callee, ranks)
         if key not in self._vjps:
             self.primal(callee)
             fwd = self.names.fresh("fwd_" + callee.name)
@@ -59,6 +61,25 @@ class ModuleBuilder:
             self.defined += [fwd, bwd]
             self.parts.append(tree)
         return self._vjps[key]
+
+    def _transposed_jvp(self, callee, ranks):
+        """(fwd name, bwd name, no residuals) of a custom_jvp function's VJP: its
+        JVP rule transposed.  ``fwd`` runs the function; ``bwd(params,
+        cotangents)`` pulls the cotangents back through the rule's tangent
+        output (:func:`~s2s_ad.frontend.custom.tangent_map`) at zero tangents,
+        so the body is never differentiated."""
+        fwd = self.names.fresh("fwd_" + callee.name)
+        self.primal(custom.primal_adapter(callee, fwd), fwd)
+        tangents_fn, tangents = custom.tangent_map(self.program, callee)
+        self.primal(tangents_fn)
+        outs = [leaf for leaf in tangents_fn.out_tree.items]
+        seeds = tuple(o.name for o in outs if isinstance(o, Var))
+        nondiff = set(custom.nondiff_leaves(callee))
+        wrt = tuple(t for i, t in enumerate(tangents) if i not in nondiff)
+        vjp = self.helper_joint_vjp(tangents_fn, wrt, seeds, tuple(ranks) * 2)
+        bwd = self.names.fresh("bwd_" + callee.name)
+        self._add(bwd, _transpose_source(bwd, vjp, callee, outs, nondiff))
+        return fwd, bwd, []
 
     def helper_joint_vjp(self, callee, in_names, seeds, ranks):
         """The name of a called function's VJP in one piece (recomputing its primal)."""
@@ -114,6 +135,31 @@ class ModuleBuilder:
         """The functions of the module, unparsed (two blank lines between parts)."""
         return "\n".join(codegen.unparse(part) + "\n\n"
                          for part in (self.parts if parts is None else parts))
+
+
+def _transpose_source(fname, vjp, callee, outs, nondiff):
+    """``def fname(params, cotangents): return vjp(params, zeros, cotangents)``:
+    the VJP of a custom_jvp call from the VJP of its tangent map (the
+    cotangents of constant tangent outputs are not passed).  A nondiff
+    argument (leaf positions ``nondiff``, perhaps a string) has no tangent:
+    its own value stands in, unread, and its cotangent is 0.0."""
+    cots = [f"g_{i}" for i in range(len(outs))]
+    zeros = [p if i in nondiff else f"rt.zeros_like({p})" for i, p in enumerate(callee.params)]
+    passed = [c for c, o in zip(cots, outs) if isinstance(o, Var)]
+    w = codegen.Writer()
+    codegen.def_line(w, fname, list(callee.params) + cots)
+    w.indent += 1
+    w.comment(f"the JVP rule of {callee.custom.fun.__qualname__} transposed, at zero tangents")
+    call = f"{vjp}({', '.join(list(callee.params) + zeros + passed)})"
+    if not nondiff:
+        w.lines.append("    " * w.indent + f"return {call}")
+        return w.tree()
+    got = [f"ct_{i}" for i in range(len(callee.params)) if i not in nondiff]
+    w.lines.append("    " * w.indent + f"{', '.join(got)}, = {call}")
+    it = iter(got)
+    result = ["0.0" if i in nondiff else next(it) for i in range(len(callee.params))]
+    w.lines.append("    " * w.indent + f"return ({', '.join(result)},)")
+    return w.tree()
 
 
 def _callees(fn):

@@ -256,6 +256,37 @@ class LocalFn:
         return getattr(self.node, "name", "lambda")
 
 
+class StaticFn:
+    """A local function passed to a custom function (``fixed_point(f, a, x)``
+    with ``nondiff_argnums=(0,)``), as the structure of that argument: the
+    custom function, and its rules, are lowered with the function bound, as
+    a separate (marked) function rather than in place."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __eq__(self, other):
+        return isinstance(other, StaticFn) and other.fn is self.fn
+
+    def __hash__(self):
+        return id(self.fn)
+
+
+def free_runtime_names(fn):
+    """The names a local function reads from its defining function that hold
+    run-time values (a function bound elsewhere cannot read them)."""
+    node = fn.node
+    args = node.args
+    own = {a.id for a in args.args + args.kwonlyargs if isinstance(a, gast.Name)}
+    for sub in gast.walk(node):
+        if isinstance(sub, gast.Name) and isinstance(sub.ctx, (gast.Store, gast.Param)):
+            own.add(sub.id)
+    env = fn.env if fn.env is not None else fn.owner.env
+    loads = {sub.id for sub in gast.walk(node)
+             if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Load)}
+    return sorted(n for n in loads - own if n in env and _leaves(env[n]))
+
+
 def _element_stores(body):
     """The names whose elements a block assigns (``a[i] = ...``, ``a[i] += ...``),
     nested blocks included."""

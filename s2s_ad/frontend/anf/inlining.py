@@ -19,7 +19,15 @@ from ...ir import (
     tree_of,
     walk,
 )
-from .common import LocalFn, _has_branches, _has_loops, _InlinedSource, _leaves
+from .common import (
+    LocalFn,
+    StaticFn,
+    _has_branches,
+    _has_loops,
+    _InlinedSource,
+    _leaves,
+    free_runtime_names,
+)
 
 
 class Inlining:
@@ -115,6 +123,8 @@ class Inlining:
     def call_user(self, fn, args, kwargs, node, custom=None):
         values = self.bound_values(fn, args, kwargs, node)
         src = self.program.source(fn)
+        if custom is not None:       # never in place: its rule replaces its body
+            return self.call_custom(custom, [self.passed(v) for v in values], node)
         if any(isinstance(v, LocalFn) for v in values):
             # apply(f, x) with f a nested def or lambda: lowered in place, so
             # that calls of f inside it see f's variables.
@@ -128,16 +138,32 @@ class Inlining:
         if custom is None and self.loops and _has_loops(src):
             return self.inline(fn, values, node)
         trees = [tree_of(v) for v in values]
-        if custom is not None:
-            callee = self.program.lower_custom(custom, trees, node, self.src)
-        else:
-            callee = self.program.lower(fn, trees, node, self.src,
-                                        [rank_of(leaf, self.ranks) for v in values
-                                         for leaf in _leaves(v)])
-            if self.program.arg_writes.get(callee.key) or _has_branches(callee):
-                # A helper that writes into an array it is passed is lowered
-                # into this function, so the write lands in the caller's array.
-                return self.inline(fn, values, node)
+        callee = self.program.lower(fn, trees, node, self.src,
+                                    [rank_of(leaf, self.ranks) for v in values
+                                     for leaf in _leaves(v)])
+        if self.program.arg_writes.get(callee.key) or _has_branches(callee):
+            # A helper that writes into an array it is passed is lowered
+            # into this function, so the write lands in the caller's array.
+            return self.inline(fn, values, node)
+        return self._emit_call(callee, values, node)
+
+    def call_custom(self, custom, values, node):
+        """A call of an ad.custom_vjp / ad.custom_jvp function: a call of its
+        lowered body, marked with its rule.  A local function passed to it is
+        bound into it (and into its rules) where it reads no run-time value
+        of this function."""
+        for v in values:
+            if isinstance(v, LocalFn) and free_runtime_names(v):
+                names = ", ".join(free_runtime_names(v))
+                raise self.error(node, f"the function passed to {custom.fun.__name__}() reads "
+                                 f"{names} of the calling function: a function passed to an "
+                                 f"ad.{custom.kind} function may read only its own arguments "
+                                 f"(pass {names} as another argument)")
+        trees = [StaticFn(v) if isinstance(v, LocalFn) else tree_of(v) for v in values]
+        callee = self.program.lower_custom(custom, trees, node, self.src)
+        return self._emit_call(callee, values, node)
+
+    def _emit_call(self, callee, values, node):
         leaves = [leaf for v in values for leaf in _leaves(v)]
         out = self._fresh_like(callee.out_tree)
         call = Call([t.name for t in _leaves(out)], callee, leaves, self.src.loc(node))

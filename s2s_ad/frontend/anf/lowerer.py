@@ -23,7 +23,7 @@ from ..parse import (
     FunctionSource,
 )
 from .calls import Calls
-from .common import LocalFn, _all_identifiers, map_values
+from .common import LocalFn, StaticFn, _all_identifiers, map_values
 from .expressions import Expressions
 from .inlining import Inlining
 from .memory import Memory
@@ -75,7 +75,8 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
         for name, tree in zip(names, trees):
             value = self._param(name, tree)
             self.env[name] = value
-            self.param_trees.append(value)
+            # A bound function (StaticFn) is no parameter: it has no leaves.
+            self.param_trees.append(Tup(()) if isinstance(value, LocalFn) else value)
         # Ranks known while lowering: np.ndim(x) of a known rank is a constant.
         self.ranks = dict(zip(self.params, ranks)) if ranks is not None else {}
         self.none_params = frozenset(self.params[i] for i, v in known
@@ -91,6 +92,8 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
             self.copy_params(copies)
 
     def _param(self, name, tree):
+        if isinstance(tree, StaticFn):
+            return tree.fn
         if tree is LEAF:
             var = Var(self.names.user(name))
             self.params.append(var.name)

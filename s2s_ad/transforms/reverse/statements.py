@@ -10,7 +10,8 @@ from ...analyses.activity import diff_args
 from ...analyses.ranks import rank_of
 from ...codegen import printer as codegen
 from ...codegen.adjoints import call, instantiate
-from ...frontend.custom import has_vjp_rule
+from ...errors import UnsupportedSyntaxError
+from ...frontend.custom import has_reverse_rule, has_vjp_rule, nondiff_leaves
 from ...ir import (
     Call,
     Const,
@@ -199,8 +200,11 @@ class Statements:
         out_leaves = list(var_names([callee.out_tree]))
         seeds = [leaf for leaf, t in zip(out_leaves, s.targets) if t in outs]
         arg_ranks = tuple(rank_of(a, self.ranks) for a in s.args)
-        rule = has_vjp_rule(callee)
-        if rule:        # a user rule takes every output's cotangent, gives every input's
+        rule = has_reverse_rule(callee)
+        if has_vjp_rule(callee):
+            _check_nondiff(callee, ins, s.loc)
+        if rule:        # a user rule (or a JVP rule transposed) takes every output's
+            # cotangent, gives every input's
             seeds = out_leaves
         if in_loop and not rule and _scalar_code(callee, arg_ranks):
             # Inside a loop, a stack per residual costs more than running a
@@ -272,3 +276,17 @@ class Statements:
         # An adjoint rebound (so owned) on one path may still share the
         # cotangent's or another adjoint's array on the other.
         self.adj.merge(*paths)
+
+
+def _check_nondiff(callee, ins, loc):
+    """A differentiated value passed in a nondiff position of a custom_vjp
+    function is an error, as in JAX: its f_bwd gives that argument no cotangent."""
+    bad = sorted(set(ins) & set(nondiff_leaves(callee)))
+    if bad:
+        name = callee.custom.fun.__qualname__
+        raise UnsupportedSyntaxError(
+            f"a differentiated value is passed to {name}() in a position its nondiff_argnums "
+            f"marks as not differentiated ({', '.join(map(str, callee.custom.nondiff_argnums))}):"
+            f" f_bwd gives it no cotangent (JAX refuses this too); pass it in a "
+            f"differentiated position", loc and loc.filename, loc and loc.lineno,
+            loc and loc.col + 1, loc and loc.text)
