@@ -91,7 +91,7 @@ def parse(st):
 def normalize(st):
     fun = st.request.fun
     if custom.rule_of(fun) is not None:
-        st.fn = custom.entry_function(st.program, fun, st.request.trees)
+        st.fn = custom.entry_function(st.program, fun, st.request.trees, st.request.known)
     else:
         st.fn = st.program.lower(fun, st.request.trees, ranks=_example_ranks(st.request),
                                  known=st.request.known)

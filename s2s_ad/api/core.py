@@ -8,6 +8,7 @@ import functools
 import os
 import threading
 import time
+import types
 import weakref
 
 import numpy as np
@@ -319,11 +320,13 @@ def source(fun, *example_args):
 
 def _known_leaves(leaves):
     """(position, value) of the argument leaves known before the run: None,
-    strings and Python bools (options and flags: code is built for each value,
-    as for JAX's static arguments, so ``if flag:`` and ``assert flag`` are
-    decided when it is built)."""
+    strings, Python bools and functions (options, flags and callbacks: code
+    is built for each value, as for JAX's static arguments, so ``if flag:``
+    and ``assert flag`` are decided when it is built, and ``f(x)`` calls the
+    function passed)."""
     return tuple((i, leaf) for i, leaf in enumerate(leaves)
-                 if leaf is None or type(leaf) is str or type(leaf) is bool)
+                 if leaf is None or type(leaf) is str or type(leaf) is bool
+                 or isinstance(leaf, types.FunctionType))
 
 
 def _with_execution(st):
@@ -497,6 +500,9 @@ class Transformed:
         ranks = tuple(map(pytree.rank, leaves))
         lengths = _small_lengths(leaves) if self.target != "python" else ()
         known = _known_leaves(leaves) if None in ranks or bool in map(type, leaves) else ()
+        if any(isinstance(v, types.FunctionType) for _, v in known):
+            # built into the code; the compiled entry's parameter for one is not read
+            leaves = [None if isinstance(v, types.FunctionType) else v for v in leaves]
         st = self._built.get((trees, ranks, lengths, known))
         if st is None:
             st = self.state(trees, ranks, lengths, known)

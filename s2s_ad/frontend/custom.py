@@ -26,8 +26,9 @@ function (batching) changes its rules alike (``Function.rule_lowering``).
 import dataclasses
 import functools
 import inspect
+import types
 
-from ..ir import Call, Const, Function, Prim, Return, Tup, Var, leaves_of, tree_of
+from ..ir import LEAF, Call, Const, Function, Prim, Return, Tup, Var, leaves_of, tree_of
 from ..ir.names import Names
 from ..rules import RULES
 from ..rules.internal import ZEROS_LIKE
@@ -205,24 +206,44 @@ def rule_of(obj):
     return obj if isinstance(obj, _Custom) else None
 
 
-def entry_function(program, custom, trees):
+def entry_function(program, custom, trees, known=()):
     """A lowered function whose body calls the custom function once.
 
     Transforming a custom function itself (``ad.grad(f)`` with ``f``
     decorated) goes through this wrapper, so the rule is used as it is for
-    a call inside other code.
+    a call inside other code.  ``known``: (leaf position, value) of the
+    argument leaves known before the run; a function among them is bound
+    into the custom function and its rules (``ad.grad(app, 1)(cube, 3.)``),
+    and the wrapper's parameter for it is not read.
     """
+    from .anf.common import StaticFn
+    bound, trees, k = {}, list(trees), 0
+    functions = {i: v for i, v in known if isinstance(v, types.FunctionType)}
+    for i, tree in enumerate(trees):
+        if tree is LEAF and k in functions:
+            bound[i] = trees[i] = StaticFn(Const(functions[k]))
+        k += _leaf_count(tree)
     callee = lower_custom(program, custom, trees)
     names = Names(callee.params)
+    params, param_trees = [], []
+    for i, tree in enumerate(callee.param_trees):
+        if i in bound:
+            tree = Var(names.fresh(f"fn{i}"))
+        params += [leaf.name for leaf in leaves_of(tree)]
+        param_trees.append(tree)
     outs = [Var(names.temp()) for _ in leaves_of(callee.out_tree)]
     it = iter(outs)
     value = _rebuild(callee.out_tree, it)
     body = [Call([o.name for o in outs], callee, [Var(p) for p in callee.params], None),
             Return(value, callee.body[-1].loc)]
-    fn = Function(callee.source.name, list(callee.params), list(callee.param_trees), body, {},
+    fn = Function(callee.source.name, params, param_trees, body, {},
                   callee.source, names=names, key=("custom entry", callee.key))
     fn.name = program.module_names.fresh(f"call_{callee.name}")
     return fn
+
+
+def _leaf_count(tree):
+    return 1 if tree is LEAF else sum(_leaf_count(t) for t in tree)
 
 
 def lower_custom(program, custom, trees, node=None, caller=None):

@@ -159,9 +159,10 @@ class Inlining:
                                  f"{names} of the calling function: a function passed to an "
                                  f"ad.{custom.kind} function may read only its own arguments "
                                  f"(pass {names} as another argument)")
-        trees = [StaticFn(v) if isinstance(v, LocalFn) else tree_of(v) for v in values]
+        trees = [StaticFn(v) if isinstance(v, LocalFn) or _is_function(v) else tree_of(v)
+                 for v in values]
         callee = self.program.lower_custom(custom, trees, node, self.src)
-        return self._emit_call(callee, values, node)
+        return self._emit_call(callee, [Tup(()) if _is_function(v) else v for v in values], node)
 
     def _emit_call(self, callee, values, node):
         leaves = [leaf for v in values for leaf in _leaves(v)]
@@ -268,3 +269,9 @@ class Inlining:
         child.env = dict(zip(src.param_names, values))
         child.param_trees = list(values)
         return child
+
+
+def _is_function(value):
+    """A module-level function passed as a value (``fixed_point(update, a, x)``)."""
+    return isinstance(value, Const) and callable(value.value) and not isinstance(
+        value.value, type)

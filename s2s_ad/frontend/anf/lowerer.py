@@ -76,7 +76,7 @@ class Lowerer(Statements, Memory, Expressions, Calls, Inlining):
             value = self._param(name, tree)
             self.env[name] = value
             # A bound function (StaticFn) is no parameter: it has no leaves.
-            self.param_trees.append(Tup(()) if isinstance(value, LocalFn) else value)
+            self.param_trees.append(Tup(()) if isinstance(tree, StaticFn) else value)
         # Ranks known while lowering: np.ndim(x) of a known rank is a constant.
         self.ranks = dict(zip(self.params, ranks)) if ranks is not None else {}
         self.none_params = frozenset(self.params[i] for i, v in known
