@@ -148,27 +148,9 @@ def vjp(fun, *primals, has_aux=False):
     st = t._last
     out = _run_primal(f, target, options, _own_copies(st, primals))
     value = out[0] if has_aux else out
-    value_leaves, value_def = pytree.flatten(value)
-
-    def vjp_fn(cotangent):
-        ct_leaves, ct_def = pytree.flatten(cotangent)
-        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
-            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
-                             f"the output's {_tree_text(value_def)}")
-        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
-            if np.shape(c) != np.shape(v):
-                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
-                                 f"leaf has shape {np.shape(v)}")
-        if st.tier is not None and not st.tier.started:
-            st.tier.first_call(st, [*leaves, *ct_leaves])
-        if st.alternative is not None and not st.execution and (
-                st.tier is None or not st.tier.deferred):
-            _choose_execution(st, [*leaves, *ct_leaves])
-        _, grads = st.function(*leaves, *ct_leaves)
-        by_arg = dict(zip(argnums, grads))
-        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
-                     else _zeros_like_tree(p) for i, p in enumerate(primals))
-    vjp_fn.transformed = t
+    # (imported here: that module builds on this one)
+    from .vjp_function import VjpFunction
+    vjp_fn = VjpFunction(t, primals, value, (st, leaves, treedefs))
     return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
 

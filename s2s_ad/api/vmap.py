@@ -232,7 +232,8 @@ class Batched(Vectorized, Loop):
         moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
                  for x, a in zip(leaves, axes)]
         result = None
-        if hasattr(self.fun, "over_batch") and all(t is None for t in treedefs):
+        if hasattr(self.fun, "over_batch") and (getattr(self.fun, "batches_trees", False) or
+                                                 all(t is None for t in treedefs)):
             jac = self.fun.over_batch(pytree.unflatten_all(moved, treedefs), axes, size,
                                       self.method)
             if jac is not None:

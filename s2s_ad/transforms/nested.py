@@ -125,6 +125,11 @@ def _value_spec(obj):
     if custom.rule_of(obj) is not None:
         return Spec("fn", obj)
     what = transformed_object(obj)
+    if what == "batched":          # ad.vmap(f) bound outside: its wrapper def (as_function)
+        try:
+            return Spec("fn", obj.as_function()[0])
+        except TypeError:
+            return None
     if what == "jacobian":
         inner = _value_spec(obj.fun)
         return None if inner is None else Spec("jac", inner, obj.argnums, obj.single)
