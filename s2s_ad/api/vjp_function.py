@@ -65,6 +65,9 @@ class VjpFunction:
         """The cotangent's leaves, or a ValueError for a structure or shape that
         is not the output's (per example when ``batched``)."""
         ct_leaves, ct_def = pytree.flatten(cotangent)
+        return self._check_leaves(ct_leaves, ct_def, batched)
+
+    def _check_leaves(self, ct_leaves, ct_def, batched):
         if ct_def != self.value_def or len(ct_leaves) != len(self.value_leaves):
             raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
                              f"the output's {_tree_text(self.value_def)}")
@@ -91,16 +94,17 @@ class VjpFunction:
 
     def over_batch(self, args, axes, size, method=None):
         """``vmap(vjp_fn)``: the pullback of every cotangent of a batch in one call
-        of the stacked-rows VJP, or None for ``method="loop"`` (a Python loop
-        of ``vjp_fn`` calls then).  ``args`` hold the batch axis first where
+        of the stacked-rows VJP, or None for ``method="loop"`` and for a
+        ``has_aux`` VJP, whose rows function would want the aux's cotangents too
+        (a Python loop of ``vjp_fn`` calls then).  ``args`` hold the batch axis first where
         ``axes`` (one per cotangent leaf) is 0; an unbatched leaf is repeated."""
-        if method == "loop" or len(args) != 1:
+        if method == "loop" or len(args) != 1 or self.transformed.has_aux:
             return None
-        leaves, _ = pytree.flatten(args[0])
+        leaves, tree = pytree.flatten(args[0])
         rows = [np.broadcast_to(x, (size,) + np.shape(x)) if a is None else np.asarray(x)
                 for x, a in zip(leaves, axes)]
         rows = [r if r.dtype.kind == "f" else r.astype(np.float64) for r in rows]
-        self._check(pytree.unflatten(rows, self.value_def), batched=True)
+        self._check_leaves(rows, tree, batched=True)
         if size == 0:
             return tuple(_batch_of_zeros(p, 0) for p in self.primals)
         t = self.transformed
@@ -111,8 +115,6 @@ class VjpFunction:
         entry, flat, post = pull._prepare(self.primals + (
             pytree.unflatten(padded, self.value_def),))
         grads = post(entry(*flat), batched=True)
-        if pull.has_aux:
-            grads = grads[0]
         by_arg = dict(zip(self.argnums, grads))
         return tuple(_first_rows(by_arg[i], size) if i in by_arg else _batch_of_zeros(p, size)
                      for i, p in enumerate(self.primals))
