@@ -91,7 +91,8 @@ class Spec:
     @property
     def name(self):
         if self.kind == "fn":
-            return getattr(self.fn, "__name__", "f")
+            name = getattr(self.fn, "__name__", "f")
+            return name if name.isidentifier() else "lambda_"      # a lambda's "<lambda>"
         return f"{self.kind}_{self.fn.name}"
 
 
