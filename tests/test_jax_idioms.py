@@ -328,3 +328,79 @@ def test_module_level_vmap_given_to_a_transform_inside():
     want = jax.jacrev(jax.vmap(net_jax, in_axes=(None, 0)))(NET, NET_XS)
     np.testing.assert_allclose(jac_sum(NET, NET_XS), float(jnp.sum(want[0]) + jnp.sum(want[1])),
                                rtol=1e-12)
+
+
+# -- 3. print inside transformed code ---------------------------------------------------
+def printing(x):
+    y = np.sin(x)
+    print("y is", y)
+    return np.sum(y ** 2)
+
+
+def printing_loop(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x[i] * s + x[i]
+        print("step", i, s, sep=", ")
+    return s
+
+
+def printing_jax(x):
+    return jnp.sum(jnp.sin(x) ** 2)
+
+
+def printing_loop_jax(x):
+    s = 0.0
+    for i in range(3):
+        s = s + x[i] * s + x[i]
+    return s
+
+
+X_PRINT = np.array([0.1, 0.2, 0.3])
+
+
+def printed(capsys, fn, *args):
+    """(fn(*args), what that call printed), after a first call (which may run the
+    function once more to check its output) and a read that clears the capture."""
+    fn(*args)
+    capsys.readouterr()
+    result = fn(*args)
+    return result, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_print_prints_the_primal_values_each_call(target, capsys):
+    """print is a statement with no derivative: the gradient is JAX's, and
+    each call of the generated code prints the values once (the primal's)."""
+    line = f"y is {np.sin(X_PRINT)}\n"
+    got, out = printed(capsys, on(target, ad.grad(printing)), X_PRINT)
+    assert_tree_close(got, jax.grad(printing_jax)(X_PRINT))
+    assert out == line
+    got, out = printed(capsys, on(target, printing), X_PRINT)
+    np.testing.assert_allclose(got, printing_jax(X_PRINT), rtol=1e-14)
+    assert out == line
+    (value, tangent), out = printed(capsys, ad.jvp, printing, (X_PRINT,), (np.ones(3),))
+    assert_tree_close(tangent, jax.jvp(printing_jax, (X_PRINT,), (jnp.ones(3),))[1])
+    assert out == line
+    got, out = printed(capsys, on(target, ad.grad(printing_loop)), X_PRINT)
+    assert_tree_close(got, jax.grad(printing_loop_jax)(X_PRINT))
+    s, want = 0.0, ""
+    for i in range(3):
+        s = s + X_PRINT[i] * s + X_PRINT[i]
+        want += f"step, {i}, {s}\n"
+    assert out == want
+
+
+def test_print_under_vmap(capsys):
+    """Batched by rules, the statement prints the batch once; the per-sample
+    loop prints once per example."""
+    xs = np.stack([X_PRINT, 2 * X_PRINT])
+    got, out = printed(capsys, ad.vmap(printing, method="vectorize"), xs)
+    np.testing.assert_allclose(got, jax.vmap(printing_jax)(xs), rtol=1e-14)
+    assert out == f"y is {np.sin(xs)}\n"
+    got, out = printed(capsys, ad.vmap(printing, method="loop"), xs)
+    np.testing.assert_allclose(got, jax.vmap(printing_jax)(xs), rtol=1e-14)
+    assert out == "".join(f"y is {np.sin(x)}\n" for x in xs)
+    got, out = printed(capsys, ad.jit(ad.vmap(ad.grad(printing))), xs)
+    assert_tree_close(got, jax.vmap(jax.grad(printing_jax))(xs))
+    assert out == "".join(f"y is {np.sin(x)}\n" for x in xs)
