@@ -1,4 +1,4 @@
-"""The public transforms: grad, value_and_grad, vjp, jit, source.
+"""The public transforms: grad, value_and_grad, jit, source (vjp: see vjp_function).
 
 A transform returns a :class:`Transformed` callable.  Nothing is generated
 until the first call, when the argument structure is known; the generated
@@ -23,7 +23,6 @@ from .arguments import (
     _as_dtype,
     _check_arity,
     _check_differentiable,
-    _check_whole,
     _describe_value,
     _hashable,
     _layered_arg_count,
@@ -133,25 +132,6 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
     (a,) = inner.argnums
     return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
                          layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
-
-
-def vjp(fun, *primals, has_aux=False):
-    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
-    f, target, options = _plain(fun)
-    primals = _check_arity(f, primals)
-    argnums = tuple(i for i, p in enumerate(primals)
-                    if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
-                    and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
-    _check_whole(primals, argnums, "vjp")
-    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
-    _, leaves, treedefs = t.entry(primals)
-    st = t._last
-    out = _run_primal(f, target, options, _own_copies(st, primals))
-    value = out[0] if has_aux else out
-    # (imported here: that module builds on this one)
-    from .vjp_function import VjpFunction
-    vjp_fn = VjpFunction(t, primals, value, (st, leaves, treedefs))
-    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
 
 def _run_primal(f, target, options, primals):

@@ -1,4 +1,4 @@
-"""The ``vjp_fn`` that ``ad.vjp`` returns: the pullback of the output's
+"""``ad.vjp`` and the ``vjp_fn`` it returns: the pullback of the output's
 cotangent at the primals, a function users call, batch and compile.
 
 ``vjp_fn(ct)`` runs the generated VJP (kind ``"vjp"``) on the primals it
@@ -11,9 +11,34 @@ so the JAX cookbook's ``jax.vmap(vjp_fn)(jnp.eye(n))`` is the Jacobian at
 import numpy as np
 
 from ..ir import pytree
-from .arguments import _like_arg
-from .core import _choose_execution, _tree_text, _zeros_like_tree
+from .arguments import _check_arity, _check_whole, _like_arg
+from .core import (
+    Transformed,
+    _choose_execution,
+    _own_copies,
+    _plain,
+    _run_primal,
+    _tree_text,
+    _zeros_like_tree,
+)
 from .jacobian_common import _chunks
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
+    f, target, options = _plain(fun)
+    primals = _check_arity(f, primals)
+    argnums = tuple(i for i, p in enumerate(primals)
+                    if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
+                    and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
+    _check_whole(primals, argnums, "vjp")
+    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
+    _, leaves, treedefs = t.entry(primals)
+    st = t._last
+    out = _run_primal(f, target, options, _own_copies(st, primals))
+    value = out[0] if has_aux else out
+    vjp_fn = VjpFunction(t, primals, value, (st, leaves, treedefs))
+    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
 
 class VjpFunction:
