@@ -120,6 +120,32 @@ def test_vmap_of_vjp_fn_checks_the_cotangent():
         ad.vmap(vjp_tree)(np.ones((2, 4, 2)))
 
 
+_, OUTER_VJP = ad.vjp(sin2, X3)
+_, OUTER_VJP_JAX = jax.vjp(sin2_jax, X3)
+_, OUTER_VJP2 = ad.vjp(lambda x, y: np.sin(x) * y, X3, 1.5)
+_, OUTER_VJP2_JAX = jax.vjp(lambda x, y: jnp.sin(x) * y, X3, 1.5)
+
+
+def uses_outer_vjp(c):
+    dx, = OUTER_VJP(c * c)
+    ex, ey = OUTER_VJP2(c)
+    return np.sum(dx * c) + np.sum(ex ** 2) + ey
+
+
+def uses_outer_vjp_jax(c):
+    dx, = OUTER_VJP_JAX(c * c)
+    ex, ey = OUTER_VJP2_JAX(c)
+    return jnp.sum(dx * c) + jnp.sum(ex ** 2) + ey
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_module_level_vjp_fn_inside_a_differentiated_function(target):
+    """A vjp_fn made at module level, called in a function that is
+    differentiated: linear in the cotangent, its primals constants."""
+    c = np.array([1.0, 2.0, 0.5])
+    assert_tree_close(on(target, ad.grad(uses_outer_vjp))(c), jax.grad(uses_outer_vjp_jax)(c))
+
+
 def f_vec(x):
     return np.array([x[0] * x[1], np.sin(x[2]), np.sum(x ** 2)])
 

@@ -62,6 +62,8 @@ def call_object(lw, obj, node):
     what = transformed_object(obj)
     if what == "batched":
         return call_batched(lw, obj, node)
+    if what == "vjp_fn":
+        return call_outer_vjp_fn(lw, obj, node)
     if what == "jacobian" or what == "transformed" and obj.kind != "primal":
         spec = _value_spec(obj)
         if spec is None:
@@ -145,6 +147,24 @@ def call_vjp_fn(lw, vjp_fn, node):
     spec = Spec("grad", contract, tuple(range(n)), single=False)
     grads = apply(lw, spec, list(vjp_fn.primals) + [ct], node)
     return Tup(tuple(grads.items))
+
+
+def call_outer_vjp_fn(lw, obj, node):
+    """``vjp_fn(ct)`` of a ``vjp_fn`` that ``ad.vjp`` made outside this function
+    (at module level): its primals are constants here, and the call is lowered
+    like that of an ``ad.vjp`` written inline (linear in the cotangent)."""
+    t = obj.transformed
+    spec = _value_spec(t.fun)
+    n = len(obj.primals)
+    if spec is None or tuple(obj.argnums) != tuple(range(n)):
+        raise lw.error(node, f"{obj!r} cannot be called inside a transformed function (its "
+                       f"function has arguments that are not float arrays); call ad.vjp "
+                       f"inside the function instead: out, vjp_fn = ad.vjp(f, x); vjp_fn(ct)")
+    primals = tuple(lw.constant(f"primal{i}", p, node) for i, p in enumerate(obj.primals))
+    out = apply(lw, spec, list(primals), node)
+    if t.has_aux:
+        out = out.items[0]
+    return call_vjp_fn(lw, VjpFunction(spec, primals, out, t.has_aux), node)
 
 
 def check_escapes(lw, value, node):
