@@ -430,3 +430,58 @@ def test_print_under_vmap(capsys):
     got, out = printed(capsys, ad.jit(ad.vmap(ad.grad(printing))), xs)
     assert_tree_close(got, jax.vmap(jax.grad(printing_jax))(xs))
     assert out == "".join(f"y is {np.sin(x)}\n" for x in xs)
+
+
+# -- 4. Jacobians with respect to 0-d array leaves ---------------------------------------
+def tanh_loss(p, x):
+    return np.sum(np.tanh(x @ p["W"] + p["b"]))
+
+
+def tanh_layer(p, x):
+    return np.tanh(x @ p["W"] + p["b"])
+
+
+def scaled_tanh(b, x):
+    return np.tanh(x * b)
+
+
+def tanh_loss_jax(p, x):
+    return jnp.sum(jnp.tanh(x @ p["W"] + p["b"]))
+
+
+def tanh_layer_jax(p, x):
+    return jnp.tanh(x @ p["W"] + p["b"])
+
+
+def scaled_tanh_jax(b, x):
+    return jnp.tanh(x * b)
+
+
+P0D = {"W": np.linspace(-1, 1, 6).reshape(3, 2), "b": np.array(0.5)}
+X0D = np.linspace(-1, 2, 12).reshape(4, 3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ours, theirs", [(tanh_loss, tanh_loss_jax),
+                                          (tanh_layer, tanh_layer_jax)],
+                         ids=["scalar", "vector"])
+def test_jacobians_with_respect_to_a_0d_array_leaf(target, ours, theirs):
+    """The reported ad.jit(ad.jacrev(loss)) with b a 0-d array, and its variants."""
+    for mine, jaxs in ((ad.jacrev, jax.jacrev), (ad.jacfwd, jax.jacfwd)):
+        assert_tree_close(on(target, mine(ours))(P0D, X0D), jaxs(theirs)(P0D, X0D))
+    xs = np.stack([X0D, 0.5 * X0D])
+    assert_tree_close(on(target, ad.vmap(ad.jacrev(ours), in_axes=(None, 0)))(P0D, xs),
+                      jax.vmap(jax.jacrev(theirs), in_axes=(None, 0))(P0D, xs))
+    if ours is tanh_loss:
+        assert_tree_close(on(target, ad.hessian(ours))(P0D, X0D), jax.hessian(theirs)(P0D, X0D))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_jacobians_of_a_bare_0d_array_argument(target):
+    b, x = np.array(0.5), np.linspace(-1, 1, 4)
+    for mine, jaxs in ((ad.jacrev, jax.jacrev), (ad.jacfwd, jax.jacfwd),
+                       (ad.hessian, jax.hessian)):
+        assert_tree_close(on(target, mine(scaled_tanh))(b, x), jaxs(scaled_tanh_jax)(b, x))
+    bs = np.array([0.5, 1.0])
+    assert_tree_close(on(target, ad.vmap(ad.jacrev(scaled_tanh), in_axes=(0, None)))(bs, x),
+                      jax.vmap(jax.jacrev(scaled_tanh_jax), in_axes=(0, None))(bs, x))
