@@ -61,6 +61,13 @@ def test_vmap_of_vjp_fn_is_the_jacobian(target):
     assert_tree_close(ad.vmap(vjp_fun, in_axes=1)(cts), jax.vmap(vjp_jax, in_axes=1)(cts))
 
 
+def test_vmap_of_vjp_fn_is_one_stacked_rows_call():
+    """ad.source shows the code the batch ran: the stacked-rows VJP."""
+    _, vjp_fun = ad.vjp(sin2, X3)
+    text = ad.source(ad.jit(ad.vmap(vjp_fun)), np.eye(3))
+    assert "def vjp_rows_sin2(" in text and "every cotangent of the batch in one call" in text
+
+
 def test_vmap_of_vjp_fn_from_a_lambda_made_inline():
     """The issue's repro: a lambda, its vjp_fn batched by the identity."""
     out, vjp_fun = ad.vjp(lambda x: np.sin(x) * 2, np.arange(3.))

@@ -54,6 +54,7 @@ class VjpFunction:
         self.value_leaves, self.value_def = pytree.flatten(value)
         self._value = value
         self._built = built       # (state, primal leaves, treedefs), on the first call
+        self._rows = None         # the stacked-rows VJP a batched call ran (see over_batch)
         name = getattr(transformed.fun, "__name__", "f")
         self.__name__ = self.__qualname__ = f"vjp_fn_of_{name}"
 
@@ -79,6 +80,16 @@ class VjpFunction:
         if example_args:             # the cotangent
             return source(self.transformed, *self.primals, *example_args)
         return source(self.transformed)
+
+    def batched_source(self):
+        """What ``ad.source(ad.vmap(vjp_fn), cts)`` shows: the stacked-rows VJP
+        the batch ran (None before a batched call)."""
+        from .core import source
+        if self._rows is None:
+            return None
+        return (f"# vmap of {self!r}: every cotangent of the batch in one call: one primal "
+                f"sweep, then the adjoint sweeps over the stacked rows (below)\n"
+                + source(self._rows))
 
     def _state(self):
         if self._built is None:
@@ -136,7 +147,8 @@ class VjpFunction:
         count, width = _chunks(size) if t.target == "cpu" else (1, 1)
         padded = [np.concatenate([r, np.zeros((count * width - size,) + r.shape[1:], r.dtype)])
                   if count * width > size else np.ascontiguousarray(r) for r in rows]
-        pull = t.derived("vjp_rows", argnums=self.argnums, single=False, width=width)
+        pull = self._rows = t.derived("vjp_rows", argnums=self.argnums, single=False,
+                                      width=width)
         entry, flat, post = pull._prepare(self.primals + (
             pytree.unflatten(padded, self.value_def),))
         grads = post(entry(*flat), batched=True)

@@ -118,6 +118,9 @@ class Batched(Vectorized, Loop):
         from .core import source
         if example_args:
             self(*example_args)
+        batched = getattr(self.fun, "batched_source", None)
+        if batched is not None and batched() is not None and self.method != "loop":
+            return batched()                     # vmap(vjp_fn): the rows function it ran
         if self._vector is not None and self.method != "loop" and "loop" not in \
                 self._choices.values():
             return (f"# vmap (lowering: vectorized by batching rules, run on NumPy; in_axes="
