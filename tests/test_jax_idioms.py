@@ -492,3 +492,14 @@ def test_jacobians_of_a_bare_0d_array_argument(target):
     bs = np.array([0.5, 1.0])
     assert_tree_close(on(target, ad.vmap(ad.jacrev(scaled_tanh), in_axes=(0, None)))(bs, x),
                       jax.vmap(jax.jacrev(scaled_tanh_jax), in_axes=(0, None))(bs, x))
+
+
+def printing_inside(x):
+    unused = print("x is", x)            # noqa: F841  (print inside an expression)
+    return np.sum(x ** 2)
+
+
+def test_print_inside_an_expression_prints_too(capsys):
+    got, out = printed(capsys, ad.jit(ad.grad(printing_inside)), X_PRINT)
+    np.testing.assert_allclose(got, 2 * X_PRINT, rtol=1e-15)
+    assert out == f"x is {X_PRINT}\n"
