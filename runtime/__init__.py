@@ -100,6 +100,7 @@ from .plumbing import (
     writable,
     zeros_like,
 )
+from .printing import debug_print
 from .reductions import (
     add_minmax_grad,
     amax,
@@ -137,7 +138,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "range_last", "snapshot", "index_add", "written", "add_at", "take_at", "put_into",
     "put_grad", "rows_like", "set_row", "lanes", "zeros_lanes",
-    "copy_into", "stack_like", "trip_count", "float_stack",
+    "copy_into", "stack_like", "trip_count", "float_stack", "debug_print",
     "lift", "broadcast_batch", "take", "bdot", "bmatmul", "binner", "bouter",
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",

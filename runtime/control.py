@@ -107,6 +107,10 @@ def _set_row(out, row, value):
             for k in range(value.shape[0]):
                 dst[k] = value[k]
         return impl
+    if isinstance(value, types.Array) and value.ndim == 0:
+        def impl(out, row, value):          # a 0-d array's cotangent: one number per row
+            out[row] = value[()]
+        return impl
     if isinstance(value, types.Array):
         def impl(out, row, value):
             dst = out[row]

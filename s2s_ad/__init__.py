@@ -35,9 +35,10 @@ _bind_runtime()
 
 from . import runtime  # noqa: E402
 from ._stop import stop_gradient  # noqa: E402
-from .api.core import Transformed, grad, jit, source, value_and_grad, vjp  # noqa: E402
+from .api.core import Transformed, grad, jit, source, value_and_grad  # noqa: E402
 from .api.jacobians import hessian, hvp, jacfwd, jacrev, jvp  # noqa: E402
 from .api.linearize import linearize  # noqa: E402
+from .api.vjp_function import vjp  # noqa: E402
 from .api.vmap import vmap  # noqa: E402
 from .backends.diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402

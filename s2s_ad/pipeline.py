@@ -17,7 +17,7 @@ from . import backends
 from .codegen.fusion import fuse_temporaries
 from .frontend import custom
 from .frontend.anf import Program
-from .ir import For, Var, While, dump, leaves_of, walk
+from .ir import For, Prim, Var, While, dump, leaves_of, walk
 from .runtime.elementwise import TRANSCENDENTAL
 from .transforms import (
     batch,
@@ -267,7 +267,8 @@ def compile(st):
     st.compiled = backends.load(st.source, st.program.consts, st.module.defined, st.entry,
                                 st.request.target, st.request.options,
                                 superword=widen.uses_lanes(st.source))
-    if st.request.target == "cpu" and not has_loops(st.program):
+    if st.request.target == "cpu" and not has_loops(st.program) and \
+            not has_effects(st.program):
         # Array code without loops may run faster as NumPy calls than under
         # Numba (NumPy's exp/tanh are SIMD); the API measures both once.
         st.alternative = backends.load(st.source, st.program.consts, st.module.defined,
@@ -283,6 +284,13 @@ def element_params(st):
         return known
     return frozenset(i for i, t in enumerate(st.fn.param_trees)
                      if isinstance(t, Var) and t.name in st.fn.elements)
+
+
+def has_effects(program):
+    """Whether a statement runs for its side effect (``print``): such code is
+    not run extra times to measure NumPy against Numba."""
+    return any(isinstance(s, Prim) and s.rule.effect for fn in program.functions.values()
+               for s in walk(fn.body))
 
 
 def has_loops(program):

@@ -38,6 +38,7 @@ import numpy as np
 
 from .api import core as api
 from .api.jacobians import jvp as api_jvp
+from .api.vjp_function import vjp as api_vjp
 from .ir import pytree
 
 __all__ = ["check_grad", "check_vjp", "check_jvp", "default_tolerances"]
@@ -114,7 +115,7 @@ def check_vjp(f, args, *, target="python", rtol=None, atol=None, eps=None, seed=
     nums = tuple(i for i, a in enumerate(args) if _is_float_tree(a))
     rtol, atol, eps = _settings(args, nums, rtol, atol, eps)
     fn = f if target == "python" else api.jit(f, target=target)
-    out, vjp_fn = api.vjp(fn, *args)
+    out, vjp_fn = api_vjp(fn, *args)
     expected = plain(*_copies(args))
     _check_value(out, expected, rtol, atol, f, args)
 

@@ -209,17 +209,26 @@ def test_readme_row(table, idiom):
     CHECKS[idiom](module, rows[idiom]())
 
 
-def test_print_in_a_differentiated_function_is_refused_at_its_line(table):
+def test_print_in_a_differentiated_function_prints_the_values(table, capsys):
+    """print() is kept as a statement with no derivative (issue 38): the
+    generated gradient prints the primal values each call; print(x, file=...)
+    is refused at its line."""
     module, _ = table
     path = pathlib.Path(module.__file__).with_name("prints.py")
     path.write_text("import numpy as np\n\n\ndef f(x):\n    print(x)\n"
+                    "    return np.sum(x ** 2)\n\n\ndef g(x):\n    print(x, file=None)\n"
                     "    return np.sum(x ** 2)\n")
     spec = importlib.util.spec_from_file_location("coming_from_jax_prints", path)
     prints = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(prints)
+    grad_f = ad.grad(prints.f)
+    grad_f(np.ones(2))
+    capsys.readouterr()
+    np.testing.assert_allclose(grad_f(np.array([1.0, 2.0])), [2.0, 4.0])
+    assert capsys.readouterr().out == "[1. 2.]\n"
     with pytest.raises(ad.UnsupportedSyntaxError) as info:
-        ad.grad(prints.f)(np.ones(2))
-    assert info.value.lineno == 5 and "print(x)" in info.value.text
+        ad.grad(prints.g)(np.ones(2))
+    assert info.value.lineno == 10 and "print(x" in info.value.text
 
 
 # -- lambdas and nested defs given to transforms inside transformed functions -------

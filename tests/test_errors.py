@@ -60,7 +60,7 @@ FENCE = [
     ("use_import", "import", ["import", "module level"], "import math"),
     ("use_import_from", "import_from", ["import"], "from math"),
     ("use_raise", "raise", ["raise"], "raise"),
-    ("use_print", "print", ["print()", "has_aux"], "print"),
+    ("use_print", "print", ["print()", "sep=", "file="], "print"),
     ("use_assert", "assert", ["assert"], "assert"),
     ("use_starred_call", "starred_call", ["*args", "explicitly"], "*parts"),
     ("use_dict", "dict", ["dict keys", "constant strings"], "1.5"),

@@ -4,7 +4,7 @@
 ``live`` (the names read afterwards), a ``return``, or an array that
 something later reads; branches and loops with nothing kept inside are
 dropped.  Lowered code is pure except element writes, which count as
-defining their array.
+defining their array, and effects (``print``), which are always kept.
 """
 from ..ir import Call, For, If, Prim, Return, While, var_names, walk
 
@@ -63,7 +63,8 @@ def _keep(body, live, kept, extra, loops=frozenset()):
             kept.add(id(s))
             live |= reads(s)
         elif isinstance(s, (Prim, Call)):
-            if (defs(s) | set(extra.get(id(s), ()))) & live:
+            if (defs(s) | set(extra.get(id(s), ()))) & live or \
+                    isinstance(s, Prim) and s.rule.effect:
                 kept.add(id(s))
                 live |= reads(s)
         elif isinstance(s, If):

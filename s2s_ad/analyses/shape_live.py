@@ -89,7 +89,7 @@ def _keep(body, live, ctx):
                 live.add_values(reads(s))
         elif isinstance(s, (Prim, Call)):
             names = set(s.targets) | set(extra.get(id(s), ()))
-            if not live.any(names):
+            if not live.any(names) and not (isinstance(s, Prim) and s.rule.effect):
                 continue
             kept.add(id(s))
             first = s.args[0] if isinstance(s, Prim) and s.args else None

@@ -305,7 +305,8 @@ def _entry(req, st, rec):
     consts = _dumps(st.program.consts, read_objects)
     return {"version": VERSION, "reads": reads_out, "links": links, "source": st.source,
             "consts": consts, "defined": list(st.module.defined), "entry": st.entry,
-            "loops": pipeline.has_loops(st.program), "out_tree": pickle.dumps(st.out_tree),
+            "loops": pipeline.has_loops(st.program),
+            "measured": st.alternative is not None, "out_tree": pickle.dumps(st.out_tree),
             "entry_writes": st.program.entry_writes, "loop_line": tiers.scalar_loop(st),
             "element_params": pipeline.element_params(st),
             "rows_width": getattr(st.module, "rows_width", 1)}
@@ -381,7 +382,7 @@ def _restore(req, entry):
                          rows_width=entry["rows_width"])
     st.compiled = backends.load(st.source, consts, entry["defined"], st.entry, "cpu",
                                 req.options, superword=widen.uses_lanes(st.source))
-    if not entry["loops"]:
+    if entry.get("measured", not entry["loops"]):     # NumPy measured against Numba
         st.alternative = backends.load(st.source, consts, entry["defined"], st.entry, "python")
     return st
 

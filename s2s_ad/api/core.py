@@ -1,4 +1,4 @@
-"""The public transforms: grad, value_and_grad, vjp, jit, source.
+"""The public transforms: grad, value_and_grad, jit, source (vjp: see vjp_function).
 
 A transform returns a :class:`Transformed` callable.  Nothing is generated
 until the first call, when the argument structure is known; the generated
@@ -24,7 +24,6 @@ from .arguments import (
     _as_dtype,
     _check_arity,
     _check_differentiable,
-    _check_whole,
     _describe_value,
     _hashable,
     _layered_arg_count,
@@ -147,44 +146,6 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
     (a,) = inner.argnums
     return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
                          layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
-
-
-def vjp(fun, *primals, has_aux=False):
-    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``)."""
-    f, target, options = _plain(as_function(fun, "ad.vjp"))
-    given = len(primals)          # one cotangent each, as JAX (defaults filled in get none)
-    primals = _check_arity(f, primals)
-    argnums = tuple(i for i, p in enumerate(primals[:given])
-                    if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
-                    and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
-    _check_whole(primals[:given], argnums, "vjp")
-    t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
-    _, leaves, treedefs = t.entry(primals)
-    st = t._last
-    out = _run_primal(f, target, options, _own_copies(st, primals))
-    value = out[0] if has_aux else out
-    value_leaves, value_def = pytree.flatten(value)
-
-    def vjp_fn(cotangent):
-        ct_leaves, ct_def = pytree.flatten(cotangent)
-        if ct_def != value_def or len(ct_leaves) != len(value_leaves):
-            raise ValueError(f"the cotangent's structure {_tree_text(ct_def)} does not match "
-                             f"the output's {_tree_text(value_def)}")
-        for i, (c, v) in enumerate(zip(ct_leaves, value_leaves)):
-            if np.shape(c) != np.shape(v):
-                raise ValueError(f"cotangent leaf {i} has shape {np.shape(c)}, but the output "
-                                 f"leaf has shape {np.shape(v)}")
-        if st.tier is not None and not st.tier.started:
-            st.tier.first_call(st, [*leaves, *ct_leaves])
-        if st.alternative is not None and not st.execution and (
-                st.tier is None or not st.tier.deferred):
-            _choose_execution(st, [*leaves, *ct_leaves])
-        _, grads = st.function(*leaves, *ct_leaves)
-        by_arg = dict(zip(argnums, grads))
-        return tuple(_like_arg(pytree.rebuild(by_arg[i], treedefs[i]), p) if i in by_arg
-                     else _zeros_like_tree(p) for i, p in enumerate(primals[:given]))
-    vjp_fn.transformed = t
-    return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
 
 
 def _run_primal(f, target, options, primals):

@@ -114,6 +114,8 @@ class _DeviceRewrite(ast.NodeTransformer):
 
     def visit_Assign(self, node):
         value = node.value
+        if _is_call(value, "rt.debug_print"):
+            return self.device_print(node, value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
                 value.func.id in self.keeping and isinstance(node.targets[0], ast.Tuple):
             # its stacks stay taken until the reverse sweep: the tape taken past them
@@ -180,6 +182,16 @@ class _DeviceRewrite(ast.NodeTransformer):
         if local is not None:
             return local
         return self.generic_visit(node)
+
+    def device_print(self, node, call):
+        """``print(...)`` of the user's code: numba.cuda's own print (numbers and
+        strings, one line per thread, in no set order between threads)."""
+        if call.keywords:
+            self.refuse(call, "print with sep= or end= (numba.cuda's print has neither)",
+                        "print the values with the default separator")
+        values = call.args[0].elts if isinstance(call.args[0], ast.Tuple) else []
+        printed = ast.Call(ast.Name("print", ast.Load()), [self.visit(v) for v in values], [])
+        return ast.Expr(printed, lineno=node.lineno)
 
     def visit_Expr(self, node):
         call = node.value

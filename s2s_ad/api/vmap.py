@@ -124,6 +124,9 @@ class Batched(Vectorized, Loop):
         from .core import source
         if example_args:
             self(*example_args)
+        batched = getattr(self.fun, "batched_source", None)
+        if batched is not None and batched() is not None and self.method != "loop":
+            return batched()                     # vmap(vjp_fn): the rows function it ran
         if self._vector is not None and self.method != "loop" and "loop" not in \
                 self._choices.values():
             return (f"# vmap (lowering: vectorized by batching rules, run on NumPy; in_axes="
@@ -238,7 +241,8 @@ class Batched(Vectorized, Loop):
         moved = [np.moveaxis(x, a, 0) if a not in (None, 0) else x
                  for x, a in zip(leaves, axes)]
         result = None
-        if hasattr(self.fun, "over_batch") and all(t is None for t in treedefs):
+        if hasattr(self.fun, "over_batch") and (getattr(self.fun, "batches_trees", False) or
+                                                 all(t is None for t in treedefs)):
             jac = self.fun.over_batch(pytree.unflatten_all(moved, treedefs), axes, size,
                                       self.method)
             if jac is not None:

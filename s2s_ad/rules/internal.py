@@ -25,6 +25,13 @@ STACK_LIKE = _internal(Rule(name="rt.stack_like", params=("x", "n"), operands=("
                             emit="rt.stack_like", nondiff=True,
                             rank=lambda args, params: None if args[0] is None else args[0] + 1))
 
+#: ``print(a, b, ...)`` in a transformed function: prints the values each time
+#: the statement runs (no derivative); its value is a dummy 0 nothing reads.
+PRINT = _internal(Rule(name="rt.debug_print", params=("values", "sep", "end"),
+                       operands=("values",), defaults={"sep": " ", "end": "\n"},
+                       emit="rt.debug_print", nondiff=True, effect=True, batch="same",
+                       rank=lambda args, params: 0))
+
 #: ``len(range(start, stop, step))`` of a loop that appends to a list: an error when 0.
 TRIP_COUNT = _internal(Rule(name="rt.trip_count", params=("start", "stop", "step"),
                             operands=("start", "stop", "step"), emit="rt.trip_count",

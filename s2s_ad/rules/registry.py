@@ -76,6 +76,8 @@ class Rule:
     nondiff: bool = False
     unknown: bool = False
     mutates: bool = False             # writes into its first operand (setitem)
+    effect: bool = False              # run for its side effect (print): kept, never merged,
+                                      # though nothing reads its value
     obj: Any = None
     doc: str = ""
     samples: Any = None               # domain hints for the generic tests

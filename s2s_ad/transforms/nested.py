@@ -91,7 +91,8 @@ class Spec:
     @property
     def name(self):
         if self.kind == "fn":
-            return getattr(self.fn, "__name__", "f")
+            name = getattr(self.fn, "__name__", "f")
+            return name if name.isidentifier() else "lambda_"      # a lambda's "<lambda>"
         return f"{self.kind}_{self.fn.name}"
 
 
@@ -125,6 +126,11 @@ def _value_spec(obj):
     if custom.rule_of(obj) is not None:
         return Spec("fn", obj)
     what = transformed_object(obj)
+    if what == "batched":          # ad.vmap(f) bound outside: its wrapper def (as_function)
+        try:
+            return Spec("fn", obj.as_function()[0])
+        except TypeError:
+            return None
     if what == "jacobian":
         inner = _value_spec(obj.fun)
         return None if inner is None else Spec("jac", inner, obj.argnums, obj.single)

@@ -60,6 +60,10 @@ def call_object(lw, obj, node):
     if kind is not None:
         raise lw.error(node, _STORED)
     what = transformed_object(obj)
+    if what == "batched":
+        return call_batched(lw, obj, node)
+    if what == "vjp_fn":
+        return call_outer_vjp_fn(lw, obj, node)
     if what == "jacobian" or what == "transformed" and obj.kind != "primal":
         spec = _value_spec(obj)
         if spec is None:
@@ -145,6 +149,24 @@ def call_vjp_fn(lw, vjp_fn, node):
     return Tup(tuple(grads.items))
 
 
+def call_outer_vjp_fn(lw, obj, node):
+    """``vjp_fn(ct)`` of a ``vjp_fn`` that ``ad.vjp`` made outside this function
+    (at module level): its primals are constants here, and the call is lowered
+    like that of an ``ad.vjp`` written inline (linear in the cotangent)."""
+    t = obj.transformed
+    spec = _value_spec(t.fun)
+    n = len(obj.primals)
+    if spec is None or tuple(obj.argnums) != tuple(range(n)):
+        raise lw.error(node, f"{obj!r} cannot be called inside a transformed function (its "
+                       f"function has arguments that are not float arrays); call ad.vjp "
+                       f"inside the function instead: out, vjp_fn = ad.vjp(f, x); vjp_fn(ct)")
+    primals = tuple(lw.constant(f"primal{i}", p, node) for i, p in enumerate(obj.primals))
+    out = apply(lw, spec, list(primals), node)
+    if t.has_aux:
+        out = out.items[0]
+    return call_vjp_fn(lw, VjpFunction(spec, primals, out, t.has_aux), node)
+
+
 def check_escapes(lw, value, node):
     """A ``vjp_fn`` that is returned or passed on: refused at the user's line."""
     for leaf in leaves_of(value):
@@ -168,7 +190,44 @@ def call_vmap(lw, vnode, node):
     if node.keywords:
         raise lw.error(node, "pass the arguments of a vmapped function positionally")
     args = [lw.expr(a) for a in node.args]
-    in_axes = spec["in_axes"]
+    return _vmap_loop(lw, lambda xs: apply(lw, fn, xs, node), spec["in_axes"], args, node,
+                      vnode)
+
+
+def call_batched(lw, obj, node):
+    """A call of an ``ad.vmap(f, ...)`` bound outside the function
+    (``batched_predict = ad.vmap(predict, in_axes=(None, 0))`` at module
+    level, or ``ad.jit`` of one): lowered as the same vmap written inline."""
+    if node.keywords:
+        raise lw.error(node, "pass the arguments of a vmapped function positionally")
+    args = [lw.expr(a) for a in node.args]
+    return _batched_call(lw, obj, node)(args)
+
+
+def _batched_call(lw, obj, node):
+    """A function of lowered arguments computing the vmap object ``obj`` on them
+    (a vmap of a vmap object is a loop inside a loop)."""
+    if obj.out_axes != 0:
+        raise lw.error(node, f"{obj!r} has out_axes={obj.out_axes!r}; called inside a "
+                       f"transformed function, ad.vmap stacks its outputs on axis 0: use "
+                       f"out_axes=0 and move the axis afterwards")
+    in_axes = tuple(obj.in_axes) if isinstance(obj.in_axes, list) else obj.in_axes
+    if transformed_object(obj.fun) == "batched":
+        per_example = _batched_call(lw, obj.fun, node)
+    else:
+        spec = _value_spec(obj.fun)
+        if spec is None:
+            raise lw.error(node, f"{obj.fun!r}, batched by {obj!r}, cannot be called inside "
+                           f"a transformed function; batch a def function or a transform "
+                           f"of one (ad.vmap(ad.grad(f)))")
+        per_example = lambda xs: apply(lw, spec, xs, node)     # noqa: E731
+    return lambda args: _vmap_loop(lw, per_example, in_axes, args, node, node)
+
+
+def _vmap_loop(lw, per_example, in_axes, args, node, vnode):
+    """The loop over the examples of a vmap: ``per_example(args)`` gives one
+    example's result from lowered arguments; ``args`` are batched as
+    ``in_axes`` says."""
     if not isinstance(in_axes, tuple):
         in_axes = (in_axes,) * len(args)
     if len(in_axes) != len(args):
@@ -193,7 +252,7 @@ def call_vmap(lw, vnode, node):
                                          node)
         return [map_values(a, lambda x: picked.get(x, x)) for a in args]
 
-    r0 = apply(lw, fn, example(Const(0)), node)
+    r0 = per_example(example(Const(0)))
     outs = []
     for leaf in anf._leaves(r0):
         out = lw.emit(STACK_LIKE, [leaf, size], {}, node)
@@ -201,7 +260,7 @@ def call_vmap(lw, vnode, node):
         outs.append(out)
     index = Var(lw.names.fresh("b"))
     saved, lw.body = lw.body, []
-    r = apply(lw, fn, example(index), node)
+    r = per_example(example(index))
     for out, leaf in zip(outs, anf._leaves(r)):
         lw.emit_setitem(out, index, leaf)
     body, lw.body = lw.body, saved
@@ -209,6 +268,7 @@ def call_vmap(lw, vnode, node):
     lw.cse.clear()
     it = iter(outs)
     return map_values(r0, lambda _: next(it))
+
 
 def _vmap_spec(lw, vnode):
     """in_axes and out_axes of ``ad.vmap(f, ...)`` in user code (literals only)."""

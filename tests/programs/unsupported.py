@@ -104,7 +104,7 @@ def use_import_from(x):
 
 def use_print(x):
     y = x * 2.0
-    print("y =", y)  # <- print
+    print("y =", y, file=None)  # <- print
     return y
 
 

@@ -76,6 +76,9 @@ class Calls:
             raise self.error(node, f"{what}only functions can be called (module-level, NumPy and "
                              "math functions, lambdas and nested defs, also kept in a variable, "
                              "list, tuple or dict picked by a constant key)")
+        if obj is print:                  # print(...) inside an expression: its effect, None
+            self.print_statement(node)
+            return Const(None)
         if transform_kind(obj) == "jvp":
             return markers.transform_calls.call_jvp(self, node)
         # ad.vjp, ad.hvp, a module-level ad.grad(f)

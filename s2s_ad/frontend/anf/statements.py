@@ -21,7 +21,7 @@ from ...ir import (
     While,
     pytree,
 )
-from ...rules.internal import STACK_LIKE, TRIP_COUNT
+from ...rules.internal import PRINT, STACK_LIKE, TRIP_COUNT
 from .. import comprehensions
 from . import markers
 from .common import (
@@ -53,22 +53,40 @@ class Statements:
         pass
 
     def stmt_Expr(self, node):
-        call = node.value
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Name) and \
-                call.func.id == "print" and self.src.resolve(call.func)[1] is print:
-            raise self.error(node, "print() inside a differentiated function is not supported: "
-                             "the generated code computes values and derivatives only. To see "
-                             "intermediate values, call the function itself (not transformed), "
-                             "or return them as auxiliary data (has_aux=True)")
         if isinstance(node.value, gast.Call):
             # A call made for its effect: a helper that writes into an array
-            # it is passed (``smooth(u)``), lowered into this function.
+            # it is passed (``smooth(u)``), lowered into this function, or a
+            # print (see print_statement).
             before = self.effects
             self.expr(node.value)
             if self.effects > before:
                 return
         raise self.error(node, "a statement that is only an expression has no effect on the result "
                          "(s2s_ad functions are pure); assign its value or remove it")
+
+    def print_statement(self, call):
+        """``print(a, b, ...)``: kept as a statement with no derivative that prints
+        the values each time it runs (the primal's values; a batch under a
+        vectorized vmap); a tuple, list or dict argument prints its leaves."""
+        params = {}
+        for k in call.keywords:
+            value = self.expr(k.value) if k.arg in ("sep", "end") else None
+            if not (isinstance(value, Const) and isinstance(value.value, str)):
+                raise self.error(call, "print() in a transformed function takes sep= and end= "
+                                 "as constant strings (no file=, flush= or **kwargs); its "
+                                 "output goes to sys.stdout")
+            params[k.arg] = value
+        if any(isinstance(a, gast.Starred) for a in call.args):
+            raise self.error(call, "print(*args) is not supported in a transformed function; "
+                             "pass the values to print one by one")
+        values = [leaf for a in call.args for leaf in _leaves(self.expr(a))]
+        if any(isinstance(v, LocalFn) for v in values):
+            raise self.error(call, "print() of a function defined here is not supported")
+        target = self.names.temp()
+        self.body.append(Prim([target], PRINT, [Tup(tuple(values))], params,
+                              self.src.loc(call)))
+        self.note_rank(target, 0)
+        self.effects += 1
 
     def stmt_Assign(self, node):
         value = self.expr(node.value)
