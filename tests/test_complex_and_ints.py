@@ -350,3 +350,14 @@ def test_vjp_of_a_python_float_at_a_pole():
     want_out, jax_pull = jax.vjp(lambda x: 1.0 / x, 0.0)
     assert out == float(want_out) == math.inf
     assert pull(1.0)[0] == float(jax_pull(1.0)[0]) == -math.inf
+
+
+def angle_loss(z):
+    return np.sum(np.angle(z) * np.abs(z))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_angle(target):
+    close(ad.grad(TARGETS[target](angle_loss))(ZS),
+          jax.grad(lambda z: jnp.sum(jnp.angle(z) * jnp.abs(z)))(jnp.asarray(ZS)))
+    close(TARGETS[target](lambda z: np.angle(z, deg=True))(ZS), np.angle(ZS, deg=True))
