@@ -361,3 +361,18 @@ def test_angle(target):
     close(ad.grad(TARGETS[target](angle_loss))(ZS),
           jax.grad(lambda z: jnp.sum(jnp.angle(z) * jnp.abs(z)))(jnp.asarray(ZS)))
     close(TARGETS[target](lambda z: np.angle(z, deg=True))(ZS), np.angle(ZS, deg=True))
+
+
+def nested_grad_of_complex(x):
+    return ad.grad(abs_loss)(x * (1 + 1j))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_nested_grad_of_a_complex_value_is_refused_not_wrong(target):
+    # called plainly, the inner ad.grad runs as a transform: JAX's numbers
+    close(nested_grad_of_complex(ZS.real),
+          jax.grad(lambda z: jnp.sum(jnp.abs(z) ** 2 * jnp.real(z)))(ZS.real * (1 + 1j)))
+    # written inside a transformed function it is built from real unit tangents: refused
+    with pytest.raises(TypeError, match="complex argument cannot be differentiated"):
+        TARGETS[target](nested_grad_of_complex)(ZS.real) if target == "numba" else \
+            ad.grad(lambda x: np.real(np.sum(nested_grad_of_complex(x))))(ZS.real)
