@@ -31,6 +31,11 @@ _COMPLEX = ("a complex argument cannot be differentiated by ad.grad (or ad.jacfw
             "transformed function, or with respect to the real and imaginary parts")
 
 
+_COMPLEX_OUT = ("grad requires real-valued outputs, but the function given to ad.grad "
+                "inside a transformed function returned a complex value (as in JAX); take "
+                "np.real or np.abs of it, or call ad.jvp / ad.vjp")
+
+
 def flat_size(x):
     """The number of elements of ``x`` (1 for a scalar)."""
     return x.size if is_array(x) else 1
@@ -61,6 +66,8 @@ def grad_zeros(out, x):
     """:func:`jac_zeros` for a gradient: ``out`` must be a scalar."""
     if is_array(out) and out.ndim != 0:
         raise TypeError(_NOT_SCALAR)
+    if np.iscomplexobj(out):
+        raise TypeError(_COMPLEX_OUT)
     return jac_zeros(out, x)
 
 
@@ -129,6 +136,8 @@ def _jac_zeros(out, x):
 @overload(grad_zeros)
 def _grad_zeros(out, x):
     check = "" if is_scalar(out) or out.ndim == 0 else f"    raise TypeError({_NOT_SCALAR!r})\n"
+    if np.issubdtype(np_dtype(out), np.complexfloating):
+        check = f"    if x is not None:\n        raise TypeError({_COMPLEX_OUT!r})\n"
     return _jac_zeros_src(out, x, check)
 
 

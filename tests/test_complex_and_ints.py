@@ -376,3 +376,14 @@ def test_a_nested_grad_of_a_complex_value_is_refused_not_wrong(target):
     with pytest.raises(TypeError, match="complex argument cannot be differentiated"):
         TARGETS[target](nested_grad_of_complex)(ZS.real) if target == "numba" else \
             ad.grad(lambda x: np.real(np.sum(nested_grad_of_complex(x))))(ZS.real)
+
+
+def nested_grad_of_complex_output(x):
+    return ad.grad(lambda t: t * (1 + 1j))(x)
+
+
+def test_a_nested_grad_of_a_complex_output_is_a_type_error():
+    with pytest.raises(TypeError, match="real-valued outputs"):
+        ad.jit(nested_grad_of_complex_output)(2.0)
+    with pytest.raises(TypeError, match="real-valued outputs"):
+        ad.grad(lambda x: np.real(nested_grad_of_complex_output(x)))(2.0)
