@@ -27,13 +27,14 @@ def scalar_like(v, x):
     """Value `v` (scalar or size-1 array) as a scalar of scalar `x`'s type.
 
     NumPy inexact scalars keep their precision (float32 stays float32);
-    Python numbers and integer scalars give a Python float.
+    a Python complex gives a Python complex; other Python numbers and
+    integer scalars give a Python float.
     """
     if isinstance(v, np.ndarray):
         v = v.item()
     if isinstance(x, np.inexact):
         return x.dtype.type(v)
-    return float(v)
+    return complex(v) if type(x) is complex else float(v)
 
 
 def norm_axes(axis, ndim):

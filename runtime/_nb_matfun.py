@@ -18,7 +18,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import linalg
-from ._nbutil import compile_impl, dtype_src, grad_dtype, is_absent, static_bool
+from ._nbutil import compile_impl, dtype_src, grad_dtype, is_absent, np_dtype, static_bool
 
 for _name in ("_svd_check", "svd_u", "svd_s", "svd_vh", "_svd_gaps", "svd_s_grad",
               "svd_u_grad", "svd_vh_grad", "_svd_jvp", "svd_s_jvp", "svd_u_jvp", "svd_vh_jvp",
@@ -197,7 +197,10 @@ def _vnorms_grad(g, x, out, p):
     """Cotangent of the row norms ``out`` of x (ties among maxima share equally)."""
     res = np.zeros(x.shape, x.dtype)
     for i in range(x.shape[0]):
-        r, s, gi, oi = np.abs(x[i]), np.sign(x[i]), g[i], out[i]
+        # conj and .real change nothing for real x; for complex x they give JAX's
+        # cotangent, Re(g) times the derivative in conj(x) (see linalg.norm_grad)
+        xc = np.conj(x[i])
+        r, s, gi, oi = np.abs(xc), np.sign(xc), g[i].real, out[i]
         if p == np.inf or p == -np.inf:
             mask = r == oi
             res[i] = gi * s * mask / np.sum(mask)
@@ -206,7 +209,7 @@ def _vnorms_grad(g, x, out, p):
         elif p == 1:
             res[i] = gi * s
         elif p == 2:
-            res[i] = gi * x[i] / oi
+            res[i] = gi * xc / oi
         else:
             res[i] = gi * s * (r / oi) ** (p - 1)
     return res
@@ -359,6 +362,9 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 @overload(linalg.norm_grad, prefer_literal=True)
 def _norm_grad(g, x, out, ord=None, axis=None, keepdims=False):
     count, matrix, p, kind, keep = _norm_plan(x, ord, axis, keepdims, "norm_grad")
+    if matrix and kind != 1 and np_dtype(x).kind == "c":
+        raise TypingError("np.linalg.norm of a complex matrix has a derivative rule in s2s_ad "
+                          "for ord=None and 'fro' only")
     nd = x.ndim
     call = f"_mnorms_grad(G, X, O, {p}, {kind})" if matrix else f"_vnorms_grad(G, X, O, {p})"
     src = (["def impl(g, x, out, ord=None, axis=None, keepdims=False):"]

@@ -57,7 +57,8 @@ def diag_grad(g, v, k=0):
 
 
 def vdot(a, b):
-    return np.dot(np.ravel(a), np.ravel(b))
+    """np.vdot: conjugates its first operand."""
+    return np.dot(np.conj(np.ravel(a)), np.ravel(b))
 
 
 def _as2d(x):
@@ -240,13 +241,22 @@ def _ties(mask, axes):
 
 
 def norm_grad(g, x, out, ord=None, axis=None, keepdims=False):
-    """Cotangent of np.linalg.norm (ties among maxima share; zero at a zero 2-norm is nan)."""
+    """Cotangent of np.linalg.norm (ties among maxima share; zero at a zero 2-norm is nan).
+
+    A complex ``x`` gets JAX's cotangent, ``Re(g)`` times the derivative in
+    ``conj(x)`` (conj(x) / |x| for the 2-norm)."""
     x = np.asarray(x)
     axes = _norm_axes(x, axis)
     if len(axes) > 2 or (axis is None and x.ndim > 2 and ord is not None):
         raise ValueError("np.linalg.norm: improper number of dimensions to norm")
     g = np.asarray(g)
     out = np.asarray(out)
+    if np.iscomplexobj(x):
+        # JAX's convention: d|z| pairs with Re(g), and its cotangent is conj(z)/|z|
+        g, x = np.real(g), np.conj(x)
+        if len(axes) == 2 and ord not in (None, "fro"):
+            raise TypeError(f"np.linalg.norm(ord={ord!r}) of a complex matrix has no "
+                            f"derivative rule in s2s_ad (vector norms and 'fro' have one)")
     if not keepdims and axis is not None:
         g, out = np.expand_dims(g, axes), np.expand_dims(out, axes)
     elif not keepdims:

@@ -25,6 +25,17 @@ _INTEGER = ("an integer argument cannot be differentiated: the argument that ad.
             "function holds integers; pass floats, or choose other argnums")
 
 
+_COMPLEX = ("a complex argument cannot be differentiated by ad.grad (or ad.jacfwd, "
+            "ad.jacrev, ad.hessian, ad.vjp) written inside a transformed function: those "
+            "are built from real unit tangents there; take the derivative outside the "
+            "transformed function, or with respect to the real and imaginary parts")
+
+
+_COMPLEX_OUT = ("grad requires real-valued outputs, but the function given to ad.grad "
+                "inside a transformed function returned a complex value (as in JAX); take "
+                "np.real or np.abs of it, or call ad.jvp / ad.vjp")
+
+
 def flat_size(x):
     """The number of elements of ``x`` (1 for a scalar)."""
     return x.size if is_array(x) else 1
@@ -34,6 +45,8 @@ def unit_like(x, j):
     """A tangent for ``x``: zero except for a one at flat position ``j``."""
     if not np.issubdtype(np.result_type(x), np.inexact):
         raise TypeError(_INTEGER)
+    if np.iscomplexobj(x):
+        raise TypeError(_COMPLEX)
     dtype = grad_dtype(x)
     if not is_array(x):
         return dtype.type(1.0) if isinstance(x, np.generic) else 1.0
@@ -53,6 +66,8 @@ def grad_zeros(out, x):
     """:func:`jac_zeros` for a gradient: ``out`` must be a scalar."""
     if is_array(out) and out.ndim != 0:
         raise TypeError(_NOT_SCALAR)
+    if np.iscomplexobj(out):
+        raise TypeError(_COMPLEX_OUT)
     return jac_zeros(out, x)
 
 
@@ -91,6 +106,11 @@ def _flat_size(x):
 def _unit_like(x, j):
     if not np.issubdtype(np_dtype(x), np.inexact):
         return compile_impl(f"def impl(x, j):\n    raise TypeError({_INTEGER!r})")
+    if np.issubdtype(np_dtype(x), np.complexfloating):
+        # raised when run (j >= 0 always), so that the caller still types
+        one = "x * 0.0 + 1.0" if is_scalar(x) else "np.ones_like(x)"
+        return compile_impl(f"def impl(x, j):\n    if j >= 0:\n"
+                            f"        raise TypeError({_COMPLEX!r})\n    return {one}")
     dt = dtype_src(nb_grad_dtype(x))
     if is_scalar(x):
         return compile_impl(f"def impl(x, j):\n    return {dt}(1.0)")
@@ -116,6 +136,8 @@ def _jac_zeros(out, x):
 @overload(grad_zeros)
 def _grad_zeros(out, x):
     check = "" if is_scalar(out) or out.ndim == 0 else f"    raise TypeError({_NOT_SCALAR!r})\n"
+    if np.issubdtype(np_dtype(out), np.complexfloating):
+        check = f"    if x is not None:\n        raise TypeError({_COMPLEX_OUT!r})\n"
     return _jac_zeros_src(out, x, check)
 
 

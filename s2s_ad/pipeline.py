@@ -272,7 +272,7 @@ def compile(st):
         # Array code without loops may run faster as NumPy calls than under
         # Numba (NumPy's exp/tanh are SIMD); the API measures both once.
         st.alternative = backends.load(st.source, st.program.consts, st.module.defined,
-                                       st.entry, "python")
+                                       st.entry, "python", like_numba=True)
     return ""
 
 

@@ -22,7 +22,18 @@ def _unit_like(x, t):
                         f"{t.fun.__qualname__}'s inner gradient is taken with respect to an "
                         f"argument of shape {np.shape(x)}, so it returns an array; use "
                         f"ad.jacfwd or ad.hessian")
+    if pytree.is_complex_leaf(x) and not _holomorphic_unit(x, t):
+        raise TypeError(f"the inner gradient of {t.fun.__qualname__} is taken with respect to a "
+                        f"complex argument without holomorphic=True: it is not a holomorphic "
+                        f"function of that argument, so differentiating it again needs "
+                        f"ad.vjp or ad.jvp directly (or holomorphic=True on both gradients)")
     return type(x)(1.0) if isinstance(x, np.generic) else 1.0
+
+
+def _holomorphic_unit(x, t):
+    """Whether the gradient behind a unit tangent was taken with holomorphic=True."""
+    flags = getattr(t, "unit_holomorphic", ())
+    return bool(flags) and all(flags)
 
 
 def fast_key(args, argnums):
@@ -133,6 +144,10 @@ def _like_arg(g, arg, scalars=True):
     """
     if arg is None:
         return None
+    if type(arg) is float and type(g) is np.float64:   # see backends._numpy_floats
+        return float(g)
+    if type(arg) is complex and type(g) is np.complex128:
+        return complex(g)
     if scalars and isinstance(arg, np.generic):
         return type(arg)(g)
     if pytree.is_container(arg):
@@ -236,20 +251,8 @@ def _check_whole(args, nums, what):
             raise TypeError(f"{what}: argument {i} holds {pytree.describe(bad[0])}; arguments "
                             f"are floats, ints, bools, NumPy arrays, or tuples, lists, dicts "
                             f"and NamedTuples of them")
-        if i not in nums and any(map(pytree.is_float_leaf, leaves)):
-            other = next(v for v in leaves if not pytree.is_float_leaf(v))
+        if i not in nums and any(map(pytree.is_inexact_leaf, leaves)):
+            other = next(v for v in leaves if not pytree.is_inexact_leaf(v))
             raise TypeError(f"{what}: argument {i} mixes float values with "
                             f"{pytree.describe(other)}; an argument is differentiated whole, "
                             f"so pass its integer or boolean parts as a separate argument")
-
-
-def _check_differentiable(fun, args, argnums):
-    names = list(inspect.signature(fun).parameters)
-    for i in argnums:
-        for leaf in pytree.flatten(args[i])[0]:
-            if leaf is not None and not pytree.is_float_leaf(leaf):   # None: no leaves (JAX)
-                raise TypeError(
-                    f"cannot differentiate {fun.__qualname__} with respect to argument {i} "
-                    f"('{names[i]}'): it holds {pytree.describe(leaf)}, and only float64/float32 "
-                    f"values are differentiable; pass floats, or leave this argument out of "
-                    f"argnums")

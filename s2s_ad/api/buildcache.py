@@ -383,7 +383,8 @@ def _restore(req, entry):
     st.compiled = backends.load(st.source, consts, entry["defined"], st.entry, "cpu",
                                 req.options, superword=widen.uses_lanes(st.source))
     if entry.get("measured", not entry["loops"]):     # NumPy measured against Numba
-        st.alternative = backends.load(st.source, consts, entry["defined"], st.entry, "python")
+        st.alternative = backends.load(st.source, consts, entry["defined"], st.entry, "python",
+                                       like_numba=True)
     return st
 
 

@@ -18,12 +18,11 @@ from ..backends import TARGETS, tiers
 from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
 from ..ir import pytree
-from . import buildcache
+from . import buildcache, dtypes
 from .arguments import (
     _arg_count,
     _as_dtype,
     _check_arity,
-    _check_differentiable,
     _describe_value,
     _hashable,
     _layered_arg_count,
@@ -102,33 +101,38 @@ def _plain(f):
     return f, "python", {}
 
 
-def grad(fun, argnums=0, has_aux=False):
-    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``."""
-    return _grad(fun, argnums, has_aux, "grad")
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Gradient of ``fun``'s scalar output with respect to ``args[argnums]``.
+
+    A complex argument ``z = x + iy`` of a real output gets JAX's gradient
+    ``df/dx - i df/dy``; ``holomorphic=True`` (complex arguments and output)
+    gives ``f'(z)``.  A complex output without it is a TypeError, as in JAX.
+    """
+    return _grad(fun, argnums, has_aux, "grad", holomorphic)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """``(value, grad)``, or ``((value, aux), grad)`` with ``has_aux``."""
-    return _grad(fun, argnums, has_aux, "value_and_grad")
+    return _grad(fun, argnums, has_aux, "value_and_grad", holomorphic)
 
 
-def _grad(fun, argnums, has_aux, kind):
+def _grad(fun, argnums, has_aux, kind, holomorphic=False):
     fun = as_function(fun, f"ad.{kind}")
     if is_static(fun):
         remap_argnums(fun, argnums)                  # checked now, counted at each call
         return fun.transform_with(lambda g, fixed: _grad(g, remap_argnums(fun, argnums, fixed),
-                                                      has_aux, kind), f"ad.{kind}")
+                                                      has_aux, kind, holomorphic), f"ad.{kind}")
     if isinstance(fun, Transformed) and fun.kind in ("grad", "value_and_grad"):
-        return _grad_of_grad(fun, argnums, has_aux, kind)
+        return _grad_of_grad(fun, argnums, has_aux, kind, holomorphic)
     f, target, options = _plain(fun)
     nums, single = _normalize_argnums(f, argnums)
     t = Transformed(f, "grad", argnums=nums, has_aux=has_aux, target=target, options=options,
-                    single=single)
+                    single=single, holomorphic=bool(holomorphic))
     t.kind = kind
     return t
 
 
-def _grad_of_grad(inner, argnums, has_aux, kind):
+def _grad_of_grad(inner, argnums, has_aux, kind, holomorphic=False):
     """``grad`` of a gradient, computed reverse-over-forward.
 
     The inner gradient is taken with respect to a scalar argument ``a`` (or
@@ -145,7 +149,9 @@ def _grad_of_grad(inner, argnums, has_aux, kind):
     nums, single = _normalize_argnums(inner.fun, argnums)
     (a,) = inner.argnums
     return inner.derived(kind, argnums=nums, single=single, has_aux=has_aux,
-                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,))
+                         layers=inner.layers + (((a,), "tangent"),), units=inner.units + (a,),
+                         holomorphic=bool(holomorphic),
+                         unit_holomorphic=inner.unit_holomorphic + (inner.holomorphic,))
 
 
 def _run_primal(f, target, options, primals):
@@ -163,6 +169,14 @@ def _own_copies(st, args):
     return tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
                                    for v in leaves], tree)
                  for leaves, tree in map(pytree.flatten, args))
+
+
+def _numpy_floats(args):
+    """``args`` with Python floats as ``np.float64``, for running the user's
+    function to look at its output: NumPy's semantics, as the generated code
+    has (``1.0 / 0.0`` is inf there, see ``backends._numpy_floats``)."""
+    return tuple(pytree.unflatten([np.float64(v) if type(v) is float else v for v in leaves],
+                                  tree) for leaves, tree in map(pytree.flatten, args))
 
 
 def _zeros_like_tree(x):
@@ -332,8 +346,11 @@ class Transformed:
     __s2s_ad_object__ = "transformed"
 
     def __init__(self, fun, kind, *, argnums=(), has_aux=False, target="python", options=None,
-                 single=False, layers=(), units=(), width=1):
+                 single=False, layers=(), units=(), width=1, holomorphic=False,
+                 unit_holomorphic=()):
         self.fun = fun
+        self.holomorphic = holomorphic          # grad: complex in and out, f'(z)
+        self.unit_holomorphic = tuple(unit_holomorphic)   # per unit: its grad's holomorphic
         self.layers = tuple(layers)
         self.width = width            # tangents of the last layer per call (vector mode)
         self.units = tuple(units)     # arguments whose unit tangent each call appends
@@ -376,13 +393,16 @@ class Transformed:
         options = {k: v for k, v in options.items() if k != "parallel_request"}
         return Transformed(self.fun, self.kind, argnums=self.argnums, has_aux=self.has_aux,
                            target=target, options=options, single=self.single,
-                           layers=self.layers, units=self.units, width=self.width)
+                           layers=self.layers, units=self.units, width=self.width,
+                           holomorphic=self.holomorphic,
+                           unit_holomorphic=self.unit_holomorphic)
 
     def derived(self, kind=None, **changes):
         """This transform with other settings (same function, target and options)."""
         settings = dict(argnums=self.argnums, has_aux=self.has_aux, target=self.target,
                         options=self.options, single=self.single, layers=self.layers,
-                        units=self.units, width=self.width)
+                        units=self.units, width=self.width, holomorphic=self.holomorphic,
+                        unit_holomorphic=self.unit_holomorphic)
         settings.update(changes)
         kind = kind or self.kind
         key = (self.fun, kind, tuple(sorted((k, _hashable(v)) for k, v in settings.items())))
@@ -467,6 +487,10 @@ class Transformed:
         st = self._built.get((trees, ranks, lengths, known))
         if st is None:
             st = self.state(trees, ranks, lengths, known)
+        if (self.kind != "primal" or self.layers) and not getattr(st, "complex_ok", False) \
+                and any(map(pytree.is_complex_leaf, leaves)):
+            dtypes.check_real_only(self.fun, st.source, args, self.kind)
+            st.complex_ok = True
         # The Numba entry's own arity: st.function may already be the NumPy
         # entry that another thread's first call put there.
         if st.tier is not None and not st.tier.started and len(leaves) == \
@@ -540,11 +564,19 @@ class Transformed:
     def _prepare(self, args):
         """(entry point, its leaf arguments, raw result -> the user's result)."""
         for i in self.argnums:
-            if not pytree.is_float_leaf(args[i]):
-                _check_differentiable(self.fun, args, self.argnums)
-        entry, leaves, treedefs = self.entry(args)
-        if not self._last.checked and self.kind not in _COTANGENT_KINDS:
-            self._check_scalar(args)
+            if self.holomorphic or not pytree.is_float_leaf(args[i]):
+                dtypes.check_inputs(self.fun, args, self.argnums, self.kind, self.holomorphic)
+        try:
+            entry, leaves, treedefs = self.entry(args)
+        except SyntaxError:
+            if self.kind in ("grad", "value_and_grad"):    # a complex output Numba cannot
+                self._check_output_first(args)             # take back: JAX's TypeError
+            raise
+        if self.kind not in _COTANGENT_KINDS:
+            if not self._last.checked:
+                self._check_scalar(args)
+            elif self.holomorphic or dtypes.any_complex(args):
+                self._check_complex_output(args)
 
         shape_out = self._output_containers()
 
@@ -624,10 +656,40 @@ class Transformed:
         call runs the function itself to look at its output.
         """
         n = _arg_count(self.fun)                         # a tangent has its value's shape
-        out = self.fun(*_own_copies(self._last, args[:n]))
+        out = self.fun(*_numpy_floats(_own_copies(self._last, args[:n])))
         value = out[0] if self.has_aux else out
         if pytree.is_container(value) or np.ndim(value) != 0:
             raise TypeError(f"grad requires {self.fun.__qualname__} to return a scalar, but it "
                             f"returned {_describe_value(value)}; use ad.vjp or ad.jacrev for "
                             f"non-scalar outputs")
+        if self.kind in ("grad", "value_and_grad"):
+            dtypes.check_output(self.fun, value, self.kind, self.holomorphic)
+            self._last.output_kinds = {dtypes.kinds_key(args[:n])}
         self._last.checked = True
+
+    def _check_output_first(self, args):
+        """:meth:`_check_scalar`'s dtype check, run before anything was built."""
+        n = _arg_count(self.fun)
+        copies = tuple(pytree.unflatten([np.copy(v) if isinstance(v, np.ndarray) else v
+                                         for v in leaves], tree)
+                       for leaves, tree in map(pytree.flatten, args[:n]))
+        try:
+            out = self.fun(*_numpy_floats(copies))
+        except Exception:           # the build's own error is the one to report
+            return
+        dtypes.check_output(self.fun, out[0] if self.has_aux else out, self.kind,
+                            self.holomorphic)
+
+    def _check_complex_output(self, args):
+        """:meth:`_check_scalar`'s dtype check, once per dtype kinds of the
+        arguments (a build serves float and complex calls alike)."""
+        n = _arg_count(self.fun)
+        key = dtypes.kinds_key(args[:n])
+        seen = getattr(self._last, "output_kinds", None)
+        if seen is not None and key in seen:
+            return
+        out = self.fun(*_numpy_floats(_own_copies(self._last, args[:n])))
+        if self.kind in ("grad", "value_and_grad"):
+            dtypes.check_output(self.fun, out[0] if self.has_aux else out, self.kind,
+                                self.holomorphic)
+        self._last.output_kinds = (seen or set()) | {key}

@@ -290,11 +290,12 @@ def recipe(obj):
         return ("vmap", recipe(obj.fun), obj.in_axes, obj.out_axes, obj.method, obj.parallel)
     if isinstance(obj, Jacobian):
         argnums = obj.argnums[0] if obj.single else obj.argnums
-        return ("jacobian", recipe(obj.fun), argnums, obj.mode)
+        return ("jacobian", recipe(obj.fun), argnums, obj.mode, obj.holomorphic)
     if isinstance(obj, Transformed):
         settings = dict(argnums=obj.argnums, has_aux=obj.has_aux, target=obj.target,
                         options=obj.options, single=obj.single, layers=obj.layers,
-                        units=obj.units, width=obj.width)
+                        units=obj.units, width=obj.width, holomorphic=obj.holomorphic,
+                        unit_holomorphic=obj.unit_holomorphic)
         return ("transformed", obj.fun, obj.kind, settings)
     return ("function", obj)
 
@@ -308,7 +309,7 @@ def build(rec):
     if kind == "vmap":
         return Batched(build(rec[1]), *rec[2:])
     if kind == "jacobian":
-        return Jacobian(build(rec[1]), rec[2], rec[3])
+        return Jacobian(build(rec[1]), *rec[2:])
     if kind == "transformed":
         return Transformed(rec[1], rec[2], **rec[3])
     return rec[1]

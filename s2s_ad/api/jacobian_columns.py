@@ -106,7 +106,8 @@ class Columns:
             # The Hessian of a scalar function: one Hessian-vector product
             # (gradient of the directional derivative) per unit tangent.
             grad_of = t.derived("grad", argnums=tuple(inner._nums(args)), single=inner.single,
-                                layers=t.layers + ((order, "tangent"),))
+                                layers=t.layers + ((order, "tangent"),),
+                                holomorphic=inner.holomorphic)
             return self._columns(grad_of, _with_units(t, args), nums, order, lambda r: r)
         t = _as_transformed(inner)
         if self.mode == "rev" and t.kind == "primal":

@@ -1,10 +1,13 @@
 """Shared by the Jacobian modules: unit bases, chunks of columns, the vmap a
 Jacobian is built from, argument checks.
 """
+import numbers
+
 import numpy as np
 
 from ..errors import StructureError
 from ..ir import pytree
+from . import dtypes
 from .arguments import _unit_like
 
 _MAPPED = {}
@@ -71,8 +74,9 @@ def _unit_basis(values):
         leaves, tree = pytree.flatten(v)
         stacked, where = [], []
         for leaf, size in zip(leaves, leaf_sizes):
-            dtype = leaf.dtype if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f" else (
-                np.dtype(type(leaf)) if isinstance(leaf, np.floating) else np.float64)
+            dtype = leaf.dtype if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc" else (
+                np.dtype(type(leaf)) if isinstance(leaf, np.inexact) else
+                np.complex128 if isinstance(leaf, complex) else np.float64)
             e = np.zeros((total, size), dtype=dtype)
             e[start:start + size] = np.eye(size, dtype=dtype)
             stacked.append(e.reshape((total,) + np.shape(leaf)))
@@ -103,21 +107,24 @@ def _scalarize(x):
 
 
 def _is_float_tree(x):
+    """Whether ``x`` has leaves, each differentiable (float or complex)."""
     leaves, _ = pytree.flatten(x)
-    return bool(leaves) and all(pytree.is_float_leaf(v) for v in leaves)
+    return bool(leaves) and all(pytree.is_inexact_leaf(v) for v in leaves)
 
 
 def _describe_tree(x):
     leaves, _ = pytree.flatten(x)
-    bad = [v for v in leaves if not pytree.is_float_leaf(v)]
+    bad = [v for v in leaves if not pytree.is_inexact_leaf(v)]
     return pytree.describe(bad[0]) if bad else "no values"
 
 
 def _zero_tangent(x):
+    """Zeros shaped like ``x``'s leaves (an integer or boolean one's a zero of
+    its type: such a value is never differentiated)."""
     leaves, tree = pytree.flatten(x)
     return pytree.unflatten([np.zeros_like(v) if isinstance(v, np.ndarray)
-                             else (0.0 * v if isinstance(v, (float, np.floating)) else v)
-                             for v in leaves], tree)
+                             else type(v)(0) if isinstance(v, (numbers.Number, np.number, np.bool_))
+                             else v for v in leaves], tree)
 
 
 def _like_out(dout, out):
@@ -155,4 +162,11 @@ def _check_jvp_args(fun, primals, tangents):
             if np.shape(a) != np.shape(b):
                 raise ValueError(f"tangent {i} has shape {np.shape(b)}, but primal {i} has "
                                  f"shape {np.shape(a)}")
-    return tuple(primals), tuple(tangents)
+    return tuple(primals), dtypes.check_tangents(_plain_function(fun), primals, tangents)
+
+
+def _plain_function(fun):
+    """The user's function beneath transforms (whose parameters name the arguments)."""
+    while getattr(fun, "__code__", None) is None and hasattr(fun, "fun"):
+        fun = fun.fun
+    return fun if hasattr(fun, "__qualname__") else type(fun)

@@ -17,6 +17,7 @@ innermost, reverse mode (if any) outermost -- because derivatives commute:
 import numpy as np
 
 from ..ir import pytree
+from . import dtypes
 from .arguments import (
     _arg_count,
     _check_arity,
@@ -35,6 +36,7 @@ from .jacobian_common import (
     _is_float_tree,
     _like_out,
     _mapped,
+    _output_like,
     _scalarize,
     _with_units,
     _zero_tangent,
@@ -64,7 +66,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     _check_whole(primals, nums, "jvp")
     given = [tangents[i] for i in nums]
     if not nums:
-        return t(*primals), _zero_tangent(t(*primals))
+        out = t(*primals)
+        return out, _zero_tangent(out)
     if t.kind == "primal":
         layered = t.derived("primal", layers=t.layers + ((nums, "pair"),))
         out, dout = layered(*_with_units(t, primals), *given)
@@ -102,39 +105,50 @@ def hvp(fun, primals, tangents):
     return layered(*_with_units(t, primals), *[tangents[i] for i in nums])
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian by forward mode: shape ``out.shape + in.shape`` per leaf
-    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
+    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``).
+
+    Complex inputs need ``holomorphic=True`` (then the entries are
+    ``f'(z)``), as in JAX; a complex output of real inputs is fine."""
     if has_aux:
-        return WithAux(jacfwd(first_output(fun), argnums), fun, "jacfwd")
+        return WithAux(jacfwd(first_output(fun), argnums, holomorphic=holomorphic), fun,
+                       "jacfwd")
     if is_static(fun):
         remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: jacfwd(g, remap_argnums(fun, argnums, fixed)),
-                                  "ad.jacfwd")
-    return Jacobian(fun, argnums, "fwd")
+        return fun.transform_with(lambda g, fixed: jacfwd(g, remap_argnums(fun, argnums, fixed),
+                                                          holomorphic=holomorphic), "ad.jacfwd")
+    return Jacobian(fun, argnums, "fwd", holomorphic)
 
 
-def jacrev(fun, argnums=0, has_aux=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     """Jacobian by reverse mode: shape ``out.shape + in.shape`` per leaf
-    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
+    (``(jacobian, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``).
+
+    A complex output needs ``holomorphic=True``, as in JAX; complex inputs of
+    a real output get JAX's gradients ``df/dx - i df/dy``."""
     if has_aux:
-        return WithAux(jacrev(first_output(fun), argnums), fun, "jacrev")
+        return WithAux(jacrev(first_output(fun), argnums, holomorphic=holomorphic), fun,
+                       "jacrev")
     if is_static(fun):
         remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: jacrev(g, remap_argnums(fun, argnums, fixed)),
-                                  "ad.jacrev")
-    return Jacobian(fun, argnums, "rev")
+        return fun.transform_with(lambda g, fixed: jacrev(g, remap_argnums(fun, argnums, fixed),
+                                                          holomorphic=holomorphic), "ad.jacrev")
+    return Jacobian(fun, argnums, "rev", holomorphic)
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """``jacfwd(jacrev(fun))`` (``(hessian, aux)`` with ``has_aux``)."""
     if has_aux:
-        return WithAux(hessian(first_output(fun), argnums), fun, "hessian")
+        return WithAux(hessian(first_output(fun), argnums, holomorphic=holomorphic), fun,
+                       "hessian")
     if is_static(fun):
         remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: hessian(g, remap_argnums(fun, argnums, fixed)),
+        return fun.transform_with(lambda g, fixed: hessian(g, remap_argnums(fun, argnums, fixed),
+                                                           holomorphic=holomorphic),
                                   "ad.hessian")
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return jacfwd(jacrev(fun, argnums, holomorphic=holomorphic), argnums,
+                  holomorphic=holomorphic)
 
 
 class Jacobian(Columns, Rows):
@@ -148,11 +162,13 @@ class Jacobian(Columns, Rows):
 
     __s2s_ad_object__ = "jacobian"
 
-    def __init__(self, fun, argnums, mode):
+    def __init__(self, fun, argnums, mode, holomorphic=False):
         if not callable(fun):
             raise TypeError(f"expected a function, got {fun!r}")
         self.fun = as_function(fun, "ad.jacfwd" if mode == "fwd" else "ad.jacrev")
         self.mode = mode
+        self.holomorphic = bool(holomorphic)
+        self._dtypes_seen = set()     # argument dtype kinds whose output was checked
         self.single = isinstance(argnums, int) and not isinstance(argnums, bool)
         self.argnums = (argnums,) if self.single else tuple(argnums)
         if not self.argnums or not all(isinstance(i, int) and not isinstance(i, bool)
@@ -174,7 +190,8 @@ class Jacobian(Columns, Rows):
         inner = jit(self.fun, target=target, cache=options.get("cache", True),
                     fastmath=options.get("fastmath", False),
                     compile=options.get("compile"))
-        return Jacobian(inner, self.argnums[0] if self.single else self.argnums, self.mode)
+        return Jacobian(inner, self.argnums[0] if self.single else self.argnums, self.mode,
+                        self.holomorphic)
 
     def generated_source(self, *example_args):
         """The generated function the Jacobian is assembled from, with a note on how."""
@@ -214,7 +231,8 @@ class Jacobian(Columns, Rows):
                 t = _as_transformed(fun.fun)
                 if t.kind == "primal":
                     hvp = t.derived("grad", argnums=fun.argnums, single=fun.single,
-                                    layers=t.layers + ((nums, "tangent"),))
+                                    layers=t.layers + ((nums, "tangent"),),
+                                    holomorphic=fun.holomorphic)
                     return hvp, ("one column per unit tangent, each a Hessian-vector product "
                                  "(the gradient of the directional derivative, below)")
             inner, how = fun._generator()
@@ -249,9 +267,33 @@ class Jacobian(Columns, Rows):
             nums.append(i % n)
             if not _is_float_tree(args[i]):
                 raise TypeError(f"cannot differentiate with respect to argument {i}: it holds "
-                                f"{_describe_tree(args[i])}, and only float64/float32 values "
+                                f"{_describe_tree(args[i])}, and only float and complex values "
                                 f"are differentiable")
+        if self.mode == "rev" or self.holomorphic or dtypes.any_complex(args[i] for i in nums):
+            self._check_complex(args, nums)
         return nums
+
+    def _check_complex(self, args, nums):
+        """JAX's rules for complex values (see :mod:`.dtypes`), the output's
+        checked once per dtype kinds of the arguments."""
+        inner = self._innermost()[1]
+        dtypes.check_inputs(inner, args, nums, f"jac{self.mode}", self.holomorphic,
+                            complex_ok=self.mode == "rev")
+        levels = [self]
+        while isinstance(levels[-1].fun, Jacobian):
+            levels.append(levels[-1].fun)
+        if len(levels) > 1 and not all(j.holomorphic for j in levels) and \
+                dtypes.any_complex(args[i] for i in nums):
+            raise TypeError("a Jacobian of a Jacobian with respect to complex arguments needs "
+                            "holomorphic=True at every level (ad.hessian(f, holomorphic=True)); "
+                            "for a non-holomorphic function use ad.jvp and ad.vjp directly")
+        key = dtypes.kinds_key(args)
+        if key in self._dtypes_seen:
+            return
+        out = _output_like(_as_transformed(levels[-1].fun), args)
+        if self.mode == "rev" or self.holomorphic:
+            dtypes.check_output(inner, out, f"jac{self.mode}", self.holomorphic)
+        self._dtypes_seen.add(key)
 
     def _innermost(self):
         """(the number of positional parameters of the innermost function,

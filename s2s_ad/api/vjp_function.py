@@ -11,10 +11,12 @@ so the JAX cookbook's ``jax.vmap(vjp_fn)(jnp.eye(n))`` is the Jacobian at
 import numpy as np
 
 from ..ir import pytree
+from . import dtypes
 from .arguments import _check_arity, _check_whole, _like_arg
 from .core import (
     Transformed,
     _choose_execution,
+    _numpy_floats,
     _own_copies,
     _plain,
     _run_primal,
@@ -31,13 +33,16 @@ def vjp(fun, *primals, has_aux=False):
     given = len(primals)          # one cotangent each, as JAX (defaults filled in get none)
     primals = _check_arity(f, primals)
     argnums = tuple(i for i, p in enumerate(primals[:given])
-                    if all(pytree.is_float_leaf(x) or x is None for x in pytree.flatten(p)[0])
-                    and any(map(pytree.is_float_leaf, pytree.flatten(p)[0])))
+                    if all(pytree.is_inexact_leaf(x) or x is None for x in pytree.flatten(p)[0])
+                    and any(map(pytree.is_inexact_leaf, pytree.flatten(p)[0])))
     _check_whole(primals[:given], argnums, "vjp")
     t = Transformed(f, "vjp", argnums=argnums, has_aux=has_aux, target=target, options=options)
     _, leaves, treedefs = t.entry(primals)
     st = t._last
-    out = _run_primal(f, target, options, _own_copies(st, primals))
+    try:
+        out = _run_primal(f, target, options, _own_copies(st, primals))
+    except ArithmeticError:          # 1.0 / 0.0 of a Python float: NumPy's inf, as JAX
+        out = _run_primal(f, target, options, _numpy_floats(_own_copies(st, primals)))
     value = out[0] if has_aux else out
     vjp_fn = VjpFunction(t, primals, value, (st, leaves, treedefs), given)
     return (value, vjp_fn, out[1]) if has_aux else (value, vjp_fn)
@@ -116,6 +121,7 @@ class VjpFunction:
                 each = " per example" if batched else ""
                 raise ValueError(f"cotangent leaf {i} has shape {shape}{each}, but the output "
                                  f"leaf has shape {np.shape(v)}")
+            dtypes.check_cotangent(i, c, v)
         return ct_leaves
 
     def __call__(self, cotangent):
@@ -142,7 +148,7 @@ class VjpFunction:
         leaves, tree = pytree.flatten(args[0])
         rows = [np.broadcast_to(x, (size,) + np.shape(x)) if a is None else np.asarray(x)
                 for x, a in zip(leaves, axes)]
-        rows = [r if r.dtype.kind == "f" else r.astype(np.float64) for r in rows]
+        rows = [r if r.dtype.kind in "fc" else r.astype(np.float64) for r in rows]
         self._check_leaves(rows, tree, batched=True)
         if size == 0:
             return tuple(_batch_of_zeros(p, 0) for p in self.primals[:self.given])

@@ -85,9 +85,14 @@ def _in_memory(path, error):
 def module_name(source, consts, stem):
     """``stem`` and the hash of the module's text and constants, and of the runtime
     it is compiled against."""
-    digest = hashlib.sha256((source + _fingerprint(consts) + _runtime_fingerprint())
-                            .encode()).hexdigest()[:20]
+    digest = hashlib.sha256((source + _fingerprint(consts) + _runtime_fingerprint()
+                             + _COMPILE_FLAGS).encode()).hexdigest()[:20]
     return f"{stem}_{digest}"
+
+
+#: The njit flags every module is compiled with (see :func:`load`): Numba's disk
+#: cache does not key on them, so they name the module too.
+_COMPILE_FLAGS = "error_model=numpy"
 
 
 def _runtime_fingerprint():
@@ -180,8 +185,65 @@ def _run_module(path, modname, consts, source):
     return module
 
 
-def load(source, consts, functions, stem, target="python", options=None, superword=False):
+def _numpy_floats(fn, like_numba=False):
+    """``fn`` with its Python float arguments as ``np.float64``: generated code
+    running in Python then follows NumPy's float64 semantics (``1.0 / 0.0`` is
+    inf, ``(-1.0) ** 0.5`` nan), as compiled code does (see ``error_model``).
+
+    ``like_numba``: float64 scalars in the result come back as Python floats,
+    as Numba returns them (the NumPy stand-in for a cpu build, see tiers)."""
+    if like_numba:
+        def call(*args):
+            return _python_floats(fn(*[np.float64(a) if type(a) is float else a
+                                       for a in args]))
+    else:
+        def call(*args):
+            return fn(*[np.float64(a) if type(a) is float else a for a in args])
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
+def _numpy_math():
+    """``math`` for generated code run in Python: its float functions as NumPy's
+    ufuncs (``math.log(0.0)`` is -inf, ``math.sqrt(-1.0)`` nan, as compiled
+    code gives them), everything else (``floor``, ``gamma``...) ``math``'s own."""
+    import math
+    space = types.SimpleNamespace(**{k: getattr(math, k) for k in dir(math)
+                                     if not k.startswith("_")})
+    for name in ("sqrt", "exp", "expm1", "log1p", "log2", "log10", "sin", "cos", "tan",
+                 "sinh", "cosh", "tanh", "fabs", "copysign", "fmod"):
+        setattr(space, name, getattr(np, name))
+    for name in ("asin", "acos", "atan", "asinh", "acosh", "atanh", "atan2"):
+        setattr(space, name, getattr(np, "arc" + name[1:]))
+    space.pow = np.power
+
+    def log(x, base=None):
+        return np.log(x) if base is None else np.log(x) / np.log(base)
+
+    def hypot(*xs):
+        return np.hypot(*xs) if len(xs) == 2 else math.hypot(*xs)
+    space.log, space.hypot = log, hypot
+    return space
+
+
+_NUMPY_MATH = _numpy_math()
+
+
+def _python_floats(value):
+    if type(value) is np.float64:
+        return float(value)
+    if type(value) is tuple:
+        return tuple(map(_python_floats, value))
+    return value
+
+
+def load(source, consts, functions, stem, target="python", options=None, superword=False,
+         like_numba=False):
     """Import the generated module and return it, compiled for ``target``.
+
+    ``like_numba`` (``target="python"``): the module stands in for compiled
+    code, and returns float64 scalars as Python floats as Numba does.
 
     ``superword``: compile with LLVM's SLP vectorizer (see :func:`_superword`).
     """
@@ -193,14 +255,22 @@ def load(source, consts, functions, stem, target="python", options=None, superwo
     module = import_file(path, name, consts, source)
     if target == "cpu":
         import numba
+        # error_model="numpy": float division by zero (and 0.0 ** -1, math.log(0.0))
+        # gives inf/nan as NumPy's float64 does, not ZeroDivisionError (and no
+        # zero checks are compiled in)
         njit_options = {"cache": options.get("cache", True) and path is not None,
-                        "fastmath": options.get("fastmath", False)}
+                        "fastmath": options.get("fastmath", False), "error_model": "numpy"}
         if options.get("parallel"):
             njit_options["parallel"] = True
         for name in functions:
             dispatcher = _explained(numba.njit(**njit_options)(getattr(module, name)), source,
                                     module.__file__)
             setattr(module, name, _superword(dispatcher) if superword else dispatcher)
+    elif target == "python":
+        if isinstance(getattr(module, "math", None), types.ModuleType):
+            module.math = _NUMPY_MATH
+        for name in functions:
+            setattr(module, name, _numpy_floats(getattr(module, name), like_numba))
     # target "cuda": the module stays plain Python here (it runs one example
     # on the host to learn the result's layout); s2s_ad.api.cuda compiles its
     # device version and the kernel around it.

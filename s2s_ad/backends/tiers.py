@@ -210,7 +210,8 @@ class Tier:
     def _numpy(st):
         """The generated module (the cpu target's source) run as plain NumPy."""
         return st.alternative or backends.load(st.source, st.program.consts,
-                                               st.module.defined, st.entry, "python")
+                                               st.module.defined, st.entry, "python",
+                                               like_numba=True)
 
     def _compile(self, st, dispatcher, sig):
         try:

@@ -165,6 +165,19 @@ def is_float_leaf(x):
     return False
 
 
+def is_complex_leaf(x):
+    """A complex scalar (Python or NumPy) or a complex NumPy array."""
+    if type(x) is complex or isinstance(x, np.complexfloating):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind == "c"
+
+
+def is_inexact_leaf(x):
+    """A leaf that can be differentiated: a float or a complex value (JAX's
+    ``inexact`` dtypes)."""
+    return is_float_leaf(x) or is_complex_leaf(x)
+
+
 def describe(x):
     if isinstance(x, np.ndarray):
         return f"an array of dtype {x.dtype}"

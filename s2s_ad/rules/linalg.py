@@ -335,8 +335,8 @@ _decl("np.linalg.matrix_power", la.matrix_power, ("a", "n"), ("a",),
 _NORM = {"ord": None, "axis": None, "keepdims": False}
 _decl("np.linalg.norm", la.norm, ("x", "ord", "axis", "keepdims"), ("x",),
       {"x": "rt.norm_grad(g, x, out, ord, axis, keepdims)"},
-      {"x": "rt.sum(rt.norm_grad(np.ones_like(out), x, out, ord, axis, keepdims) * dx, "
-            "axis, keepdims)"}, rank=_norm_rank, defaults=_NORM)
+      {"x": "np.real(rt.sum(rt.norm_grad(np.ones_like(out), x, out, ord, axis, keepdims) "
+            "* dx, axis, keepdims))"}, rank=_norm_rank, defaults=_NORM)
 
 
 # -- linear ones ---------------------------------------------------------------------------
@@ -377,9 +377,12 @@ _linear("np.kron", np.kron, ("a", "b"), ("a", "b"),
 _linear("np.cross", np.cross, ("a", "b"), ("a", "b"),
         {"a": "rt.cross_grad_a(g, a, b)", "b": "rt.cross_grad_b(g, a, b)"}, emit="rt.cross",
         rank=_kron_rank).forms = _cross_forms
+# vdot(a, b) = sum(conj(a) b): C-linear in b, conjugate-linear in a, so (JAX's
+# convention) a's cotangent is conj(g b) and b's g conj(a); conj is the identity
+# for real values.
 _linear("np.vdot", np.vdot, ("a", "b"), ("a", "b"),
-        {"a": "rt.reshape_like(g * b, a)", "b": "rt.reshape_like(g * a, b)"}, emit="rt.vdot",
-        rank=_scalar)
+        {"a": "rt.reshape_like(np.conj(g * b), a)", "b": "rt.reshape_like(g * np.conj(a), b)"},
+        emit="rt.vdot", rank=_scalar)
 _linear("np.tensordot", np.tensordot, ("a", "b", "axes"), ("a", "b"),
         {"a": "rt.tensordot_grad_a(g, a, b, axes)", "b": "rt.tensordot_grad_b(g, a, b, axes)"},
         emit="rt.tensordot", defaults={"axes": 2}, rank=_tensordot_rank)

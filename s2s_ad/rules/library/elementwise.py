@@ -28,6 +28,14 @@ def rad2deg(x):
     return x * (180.0 / _PI)
 
 
+@implements(np.angle)
+def angle(z, deg=False):
+    """The argument of ``z``: ``arctan2(imag z, real z)`` (0 or pi for real z), in
+    degrees with ``deg``."""
+    phase = np.arctan2(np.imag(z), np.real(z))
+    return phase * (180.0 / _PI) if deg else phase
+
+
 @implements(np.fmax)
 def fmax(x1, x2):
     """``np.maximum`` ignoring NaNs (ties go to ``x1``)."""

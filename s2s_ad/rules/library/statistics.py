@@ -12,7 +12,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     mean = np.mean(a, axis=axis, keepdims=True)
     d = a - mean
     n = np.size(a) / np.size(mean)         # the number of values reduced
-    return np.sum(d * d, axis=axis, keepdims=keepdims) / (n - ddof)
+    # |d|^2: NumPy's variance of complex values is real (conj and real are the
+    # identity for real ones)
+    return np.sum(np.real(d * np.conj(d)), axis=axis, keepdims=keepdims) / (n - ddof)
 
 
 @implements(np.std, methods=("std",))
