@@ -184,6 +184,53 @@ def _in_place(m, g):
     assert np.array_equal(m.u0, np.linspace(0.0, 1.0, 5))      # the argument is unchanged
 
 
+def _ufunc(m, g):
+    close(g, 1.0 - np.tanh(0.5) ** 2, 1e-12)
+
+
+def _jacobian(m, jac):
+    close(jac, (1.0 - np.tanh(m.X @ m.w) ** 2)[:, None] * m.X, 1e-12)
+
+
+def _jacrev_aux(m, r):
+    jac, aux = r
+    _jacobian(m, jac)
+    close(aux, m.w, 0)
+
+
+def _linearize(m, r):
+    close(r, np.cos(m.w) * m.w + np.sin(m.w), 1e-12)
+
+
+def _vmap_vjp_fn(m, r):
+    (rows,) = r
+    close(rows, ((1.0 - np.tanh(m.X @ m.w) ** 2)[:, None] * m.X), 1e-12)
+
+
+def _static_argnums(m, r):
+    close(r, np.sum(m.w ** 3), 1e-12)
+
+
+def _custom_jvp_reverse(m, g):
+    assert g == 1.0                           # the body's derivative is nan at 100
+
+
+def _custom_vjp_nondiff(m, g):
+    close(g, np.clip(np.ones(2), -0.5, 0.5) * np.cos(m.w), 1e-12)
+
+
+def _module_vmap(m, g):
+    check_dict_grad(m, g, lambda p: m.batched_loss(p, m.X, m.y))
+
+
+def _holomorphic(m, g):
+    close(g, np.cos(1.0 + 2.0j), 1e-12)
+
+
+def _norm_logpdf(m, g):
+    close(g, -(m.w - 0.5) / 4.0, 1e-12)
+
+
 CHECKS = {
     "lambda": _lambda, "argnums": _argnums, "keyword arguments": _keywords,
     "keyword arguments, batched": _keywords_batched,
@@ -194,6 +241,12 @@ CHECKS = {
     "vmap with dict in_axes": _vmap_lambda, "per-sample gradients": _per_sample,
     "jit of a lambda": _jit_lambda, "jit of grad of a lambda": _lambda,
     "comprehension": _comprehension, "in-place update": _in_place,
+    "ufunc passed directly": _ufunc, "jacobian": _jacobian, "jacrev with has_aux": _jacrev_aux,
+    "linearize": _linearize, "vmap of a vjp_fn": _vmap_vjp_fn, "static_argnums": _static_argnums,
+    "static_argnames under grad": _keywords, "custom_jvp in reverse mode": _custom_jvp_reverse,
+    "custom_vjp with nondiff_argnums": _custom_vjp_nondiff,
+    "module-level vmap in a loss": _module_vmap, "holomorphic=True": _holomorphic,
+    "scipy.stats.norm": _norm_logpdf,
 }
 
 

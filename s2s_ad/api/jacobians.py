@@ -49,14 +49,18 @@ from .static_args import dynamic_only, is_static, remap_argnums
 def jvp(fun, primals, tangents, has_aux=False):
     """``(out, tangent_out)``: ``fun`` and its derivative along ``tangents``
     (``(out, tangent_out, aux)`` with ``has_aux``, ``fun`` returning ``(out, aux)``)."""
+    if is_static(fun) and isinstance(primals, (tuple, list)) and \
+            isinstance(tangents, (tuple, list)):
+        # ad.jit(f, static_argnums=...): its specialization (the static arguments'
+        # tangents are not read), checked there
+        spec, dynamic, fixed = fun.specialize(tuple(primals), {})
+        given = dynamic_only(tuple(tangents), fixed)
+        return jvp(spec, dynamic, given + tuple(map(_zero_tangent, dynamic[len(given):])),
+                   has_aux)
     primals, tangents = _check_jvp_args(fun, primals, tangents)
     if has_aux:
         _, aux = pair(fun, fun(*primals), "jvp")
         return jvp(first_output(fun), primals, tangents) + (aux,)
-    if is_static(fun):                  # ad.jit(f, static_argnums=...): its specialization
-        spec, dynamic, fixed = fun.specialize(primals, {})
-        given = dynamic_only(tangents, fixed)
-        return jvp(spec, dynamic, given + tuple(map(_zero_tangent, dynamic[len(given):])))
     if isinstance(fun, Jacobian):
         return fun.jvp(primals, tangents)
     t = _as_transformed(fun)
