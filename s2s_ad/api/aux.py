@@ -54,12 +54,7 @@ def _synthesize(fun):
             f'auxiliary (has_aux=True)."""\n\n\n'
             f"def {name}({', '.join(signature)}):\n"
             f"    return _function({', '.join(passed)})[0]\n")
-    stem = f"aux_{name}"
-    path = backends.write_module(text, consts, stem)
-    module = backends.import_file(
-        path, f"s2s_ad_generated.{backends.module_name(text, consts, stem)}.{id(fun)}",
-        consts, text)
-    return getattr(module, name)
+    return backends.generated_function(text, consts, f"aux_{name}", name, fun)
 
 
 def pair(fun, value, what):

@@ -115,14 +115,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
     Complex inputs need ``holomorphic=True`` (then the entries are
     ``f'(z)``), as in JAX; a complex output of real inputs is fine."""
-    if has_aux:
-        return WithAux(jacfwd(first_output(fun), argnums, holomorphic=holomorphic), fun,
-                       "jacfwd")
-    if is_static(fun):
-        remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: jacfwd(g, remap_argnums(fun, argnums, fixed),
-                                                          holomorphic=holomorphic), "ad.jacfwd")
-    return Jacobian(fun, argnums, "fwd", holomorphic)
+    return _jacobian(fun, argnums, has_aux, holomorphic, "jacfwd")
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -131,28 +124,30 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
 
     A complex output needs ``holomorphic=True``, as in JAX; complex inputs of
     a real output get JAX's gradients ``df/dx - i df/dy``."""
-    if has_aux:
-        return WithAux(jacrev(first_output(fun), argnums, holomorphic=holomorphic), fun,
-                       "jacrev")
-    if is_static(fun):
-        remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: jacrev(g, remap_argnums(fun, argnums, fixed),
-                                                          holomorphic=holomorphic), "ad.jacrev")
-    return Jacobian(fun, argnums, "rev", holomorphic)
+    return _jacobian(fun, argnums, has_aux, holomorphic, "jacrev")
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """``jacfwd(jacrev(fun))`` (``(hessian, aux)`` with ``has_aux``)."""
+    return _jacobian(fun, argnums, has_aux, holomorphic, "hessian")
+
+
+def _jacobian(fun, argnums, has_aux, holomorphic, what):
+    """``what`` (``"jacfwd"``, ``"jacrev"`` or ``"hessian"``) of ``fun``: of its
+    first output with ``has_aux``, of its specialization for a jit with static
+    arguments."""
     if has_aux:
-        return WithAux(hessian(first_output(fun), argnums, holomorphic=holomorphic), fun,
-                       "hessian")
+        return WithAux(_jacobian(first_output(fun), argnums, False, holomorphic, what), fun,
+                       what)
     if is_static(fun):
         remap_argnums(fun, argnums)
-        return fun.transform_with(lambda g, fixed: hessian(g, remap_argnums(fun, argnums, fixed),
-                                                           holomorphic=holomorphic),
-                                  "ad.hessian")
-    return jacfwd(jacrev(fun, argnums, holomorphic=holomorphic), argnums,
-                  holomorphic=holomorphic)
+        return fun.transform_with(
+            lambda g, fixed: _jacobian(g, remap_argnums(fun, argnums, fixed), False, holomorphic,
+                                       what), f"ad.{what}")
+    if what == "hessian":
+        return jacfwd(jacrev(fun, argnums, holomorphic=holomorphic), argnums,
+                      holomorphic=holomorphic)
+    return Jacobian(fun, argnums, what[3:], holomorphic)
 
 
 class Jacobian(Columns, Rows):

@@ -123,12 +123,7 @@ def _synthesize(fun, rule, impl):
             f"def {name}({signature}):\n"
             f"    return {spelled}({', '.join(passed)})\n")
     consts = dict(_NAMESPACE, **consts)
-    stem = f"library_{name}"
-    path = backends.write_module(text, consts, stem)
-    module = backends.import_file(
-        path, f"s2s_ad_generated.{backends.module_name(text, consts, stem)}.{id(fun)}",
-        consts, text)
-    return getattr(module, name)
+    return backends.generated_function(text, consts, f"library_{name}", name, fun)
 
 
 def _parameters(rule, impl):

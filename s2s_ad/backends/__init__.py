@@ -148,6 +148,18 @@ def _text(path):
         return None
 
 
+def generated_function(source, consts, stem, name, owner):
+    """The function ``name`` of a generated module of Python source that a
+    transform reads as it reads a user's (written to a cache file, so
+    ``inspect`` finds its lines); ``owner`` (an object the function stands
+    for) keeps modules of equal text apart."""
+    path = write_module(source, consts, stem)
+    module = import_file(
+        path, f"s2s_ad_generated.{module_name(source, consts, stem)}.{id(owner)}", consts,
+        source)
+    return getattr(module, name)
+
+
 def import_file(path, modname, consts=(), source=None, reuse=False):
     """Run a generated module as ``modname`` with ``consts`` bound first.
 
