@@ -183,9 +183,11 @@ def test_not_a_function(capsys):
     assert "'SCALE'" in err and "is a float, not a function" in err
 
 
-def test_function_without_python_source(capsys):
-    err = fails(capsys, "show", f"{DEMO}:np.sin")
-    assert err.startswith("s2s-ad: TypeError: cannot read the source of <ufunc 'sin'>")
+def test_library_function_without_a_rule(capsys):
+    """np.sin has a rule (``show`` prints its gradient, as ``ad.grad(np.sin)``
+    gives); np.frexp has none and is refused by name."""
+    err = fails(capsys, "show", f"{DEMO}:np.frexp")
+    assert err.startswith("s2s-ad: TypeError: ad.grad cannot transform np.frexp")
 
 
 def test_file_that_fails_to_import_leaves_no_module(capsys, tmp_path):

@@ -595,10 +595,12 @@ def _operators_and_flow():
         P("np.add", "op_broadcast", "x y", "x + y", F(5, 1), F(*V)),
         P("np.divide", "op_constant", "x", "2.0 / x", F(*V)),
         P("np.less", "op_times", "x y", "(x + y) * (x < y)", F(*M), F(*V)),
+        # A Python bool left unbatched is known when the code is built (True and y
+        # is y), so only a batched left operand needs the missing rule.
         P("and", "scalars", "x y", "x and y", Bo(), Bo(), expect="refuse",
-          why="and has no batching rule"),
+          why="and has no batching rule", axes=[(0, 0), (0, None)]),
         P("or", "scalars", "x y", "x or y", Bo(), Bo(), expect="refuse",
-          why="or has no batching rule"),
+          why="or has no batching rule", axes=[(0, 0), (0, None)]),
         P("not", "scalar", "x", "1.0 * (not (x > 0.0))", F(), expect="refuse", why=NOT_OP,
           dtypes=("float64",)),
         P("copy", "branch_shared", "x c",

@@ -206,14 +206,26 @@ def _numpy_floats(fn, like_numba=False):
     as Numba returns them (the NumPy stand-in for a cpu build, see tiers)."""
     if like_numba:
         def call(*args):
-            return _python_floats(fn(*[np.float64(a) if type(a) is float else a
-                                       for a in args]))
+            return _python_floats(fn(*_float64_scalars(args)))
     else:
         def call(*args):
-            return fn(*[np.float64(a) if type(a) is float else a for a in args])
+            return fn(*_float64_scalars(args))
     call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     call.__wrapped__ = fn
     return call
+
+
+#: Array dtypes a Python float does not promote (NumPy's weak scalars) where an
+#: ``np.float64`` would: with one of them among the arguments, floats stay Python's.
+_NARROW = frozenset(map(np.dtype, (np.float32, np.float16, np.complex64)))
+
+
+def _float64_scalars(args):
+    """``args`` with Python floats as ``np.float64``, unless that would change
+    NumPy's type promotion (a float32 array among them)."""
+    if any(getattr(a, "dtype", None) in _NARROW for a in args):
+        return args
+    return [np.float64(a) if type(a) is float else a for a in args]
 
 
 def _numpy_math():
