@@ -107,13 +107,6 @@ def _with_lists(value, tree):
     return list(items) if tree.is_list else tuple(items)
 
 
-def _leaf_count(tree):
-    """The number of leaves of a structure (see pytree.structure)."""
-    if tree is None:
-        return 1
-    return sum(_leaf_count(t) for t in tree)
-
-
 def _type_key(x):
     """What compiled code is specialised on: type, dtype, rank, and the
     length of a small 1-D array (see scalarize)."""

@@ -17,7 +17,7 @@ from .. import pipeline
 from ..backends import TARGETS, tiers
 from ..frontend import custom
 from ..frontend.parse import FunctionSource, closure_cells, read_closure
-from ..ir import pytree
+from ..ir import leaf_count, pytree
 from . import buildcache, dtypes
 from .arguments import (
     _arg_count,
@@ -26,7 +26,6 @@ from .arguments import (
     _describe_value,
     _hashable,
     _layered_arg_count,
-    _leaf_count,
     _like_arg,
     _normalize_argnums,
     _output_lists,
@@ -435,8 +434,8 @@ class Transformed:
         if not self._hidden_count:
             return self.layers
         n = _arg_count(self.fun)
-        own = sum(_leaf_count(t) for t in trees[:n])
-        hidden = sum(_leaf_count(t) for t in trees[n:n + self._hidden_count])
+        own = sum(leaf_count(t) for t in trees[:n])
+        hidden = sum(leaf_count(t) for t in trees[n:n + self._hidden_count])
         return tuple((argnums, tuple(p + hidden if p >= own else p for p in output))
                      if argnums == "vmap" else (argnums, output)
                      for argnums, output in self.layers)

@@ -28,7 +28,19 @@ import functools
 import inspect
 import types
 
-from ..ir import LEAF, Call, Const, Function, Prim, Return, Tup, Var, leaves_of, tree_of
+from ..ir import (
+    LEAF,
+    Call,
+    Const,
+    Function,
+    Prim,
+    Return,
+    Tup,
+    Var,
+    leaf_count,
+    leaves_of,
+    tree_of,
+)
 from ..ir.names import Names
 from ..rules import RULES
 from ..rules.internal import ZEROS_LIKE
@@ -222,7 +234,7 @@ def entry_function(program, custom, trees, known=()):
     for i, tree in enumerate(trees):
         if tree is LEAF and k in functions:
             bound[i] = trees[i] = StaticFn(Const(functions[k]))
-        k += _leaf_count(tree)
+        k += leaf_count(tree)
     callee = lower_custom(program, custom, trees)
     names = Names(callee.params)
     params, param_trees = [], []
@@ -240,10 +252,6 @@ def entry_function(program, custom, trees, known=()):
                   callee.source, names=names, key=("custom entry", callee.key))
     fn.name = program.module_names.fresh(f"call_{callee.name}")
     return fn
-
-
-def _leaf_count(tree):
-    return 1 if tree is LEAF else sum(_leaf_count(t) for t in tree)
 
 
 def lower_custom(program, custom, trees, node=None, caller=None):

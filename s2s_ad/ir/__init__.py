@@ -312,6 +312,12 @@ def same_structure(a, b):
     return plain(tree_of(a)) == plain(tree_of(b))
 
 
+def leaf_count(tree):
+    """The number of leaves of a structure (LEAF, or a tuple of structures:
+    see :func:`tree_of` and ``pytree.structure``)."""
+    return 1 if tree is LEAF else sum(leaf_count(t) for t in tree)
+
+
 def tree_of(value):
     """The structure of a lowered value (LEAF, a tuple of structures -- a
     :class:`ListTree` for a list -- or :class:`~s2s_ad.ir.pytree.Fields` for a
