@@ -90,7 +90,16 @@ from .linalg import (
     matmul_grad_a,
     matmul_grad_b,
 )
-from .nesting import flat, flat_size, grad_zeros, jac_flat, jac_shape, jac_zeros, unit_like
+from .nesting import (
+    check_gradient,
+    flat,
+    flat_size,
+    grad_zeros,
+    jac_flat,
+    jac_shape,
+    jac_zeros,
+    unit_like,
+)
 from .plumbing import (
     astype,
     broadcast_like,
@@ -143,6 +152,7 @@ __all__ = [  # noqa: RUF022 - grouped by topic
     "batch_broadcast_like", "take_grad", "bdot_grad", "binner_grad", "bouter_grad",
     "batch_unbroadcast",
     "flat_size", "unit_like", "jac_zeros", "grad_zeros", "flat", "jac_shape", "jac_flat",
+    "check_gradient",
 ]
 
 # The modules that list their public names in EXPORTS, each name exported as is:

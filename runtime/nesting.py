@@ -1,8 +1,10 @@
 """Helpers for transforms called inside transformed functions.
 
-``ad.grad(f)(x)`` written inside a function that is itself differentiated
-is lowered to forward-mode JVPs of ``f`` along unit tangents, one per
-element of ``x`` (see ``s2s_ad/nested.py``); these helpers make the unit
+``ad.grad(f)(x)`` written inside a function that is itself transformed runs
+``f``'s reverse sweep (:func:`check_gradient` raises ``ad.grad``'s errors
+there); an inner Jacobian, and the reference lowering of a gradient, are
+forward-mode JVPs of ``f`` along unit tangents, one per element of ``x``
+(see ``s2s_ad/transforms/nested.py``); the other helpers make the unit
 tangents and hold the derivatives.  A Jacobian is kept as a 2-D array with
 one row per output element and one column per input element while it is
 filled, then given the shape ``out.shape + x.shape`` (a scalar when both are
@@ -34,6 +36,20 @@ _COMPLEX = ("a complex argument cannot be differentiated by ad.grad (or ad.jacfw
 _COMPLEX_OUT = ("grad requires real-valued outputs, but the function given to ad.grad "
                 "inside a transformed function returned a complex value (as in JAX); take "
                 "np.real or np.abs of it, or call ad.jvp / ad.vjp")
+
+
+def check_gradient(out, x):
+    """The TypeErrors of ``ad.grad`` written in a transformed function, for its
+    function's output ``out`` and a differentiated argument ``x``: the output
+    must be a real scalar, the argument real floats."""
+    if is_array(out) and out.ndim != 0:
+        raise TypeError(_NOT_SCALAR)
+    if np.iscomplexobj(out):
+        raise TypeError(_COMPLEX_OUT)
+    if not np.issubdtype(np.result_type(x), np.inexact):
+        raise TypeError(_INTEGER)
+    if np.iscomplexobj(x):
+        raise TypeError(_COMPLEX)
 
 
 def flat_size(x):
@@ -95,6 +111,21 @@ def jac_flat(g, out, x):
 
 
 # -- Numba versions ----------------------------------------------------------------
+@overload(check_gradient)
+def _check_gradient(out, x):
+    if not is_scalar(out) and out.ndim != 0:
+        message = _NOT_SCALAR
+    elif np.issubdtype(np_dtype(out), np.complexfloating):
+        message = _COMPLEX_OUT
+    elif not np.issubdtype(np_dtype(x), np.inexact):
+        message = _INTEGER
+    elif np.issubdtype(np_dtype(x), np.complexfloating):
+        message = _COMPLEX
+    else:
+        return lambda out, x: None
+    return compile_impl(f"def impl(out, x):\n    raise TypeError({message!r})")
+
+
 @overload(flat_size)
 def _flat_size(x):
     if is_scalar(x):

@@ -22,7 +22,11 @@ independent *reference* and with the plain NumPy witness:
   tier]``, ``vjp(jit(f))[numpy tier]``, ``jvp(jit(f))[numpy tier]``,
   ``jit(vmap)[numpy tier]``, ``jit(jacrev(vmap))[numpy tier]``...: the
   cpu-target module run on NumPy, nothing
-  compiled; family ``tier``).
+  compiled; family ``tier``); and, for a function that calls a transform
+  itself (an inner ``ad.grad``, ``ad.hvp``, ``vjp_fn``), the same
+  transform with those inner transforms lowered by forward-mode columns
+  instead of reverse code (``grad[forward columns]``, see
+  docs/nested_transforms.md).
 
 Tolerance (stated once, see :data:`FD_TOL` and :data:`WITNESS_TOL`): an
 element ``a`` agrees with ``b`` when ``|a - b| <= atol * (1 + s) + rtol * |b|``
@@ -192,6 +196,8 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
         if transform in ("grad", "jacrev"):
             add(f"{transform}[no mixed mode]", "python",
                 lambda f, a: _without_mixed_mode(f, lambda: t(f, argnums)(*a)))
+        add(f"{transform}[forward columns]", "python",
+            lambda f, a: _forward_columns(f, lambda: t(f, argnums)(*a)))
         add("jit", "numba", lambda f, a: ad.jit(t(f, argnums))(*a))
         add("jit[numpy tier]", "tier",
             lambda f, a: _numpy_tier(lambda: ad.jit(t(f, argnums), compile="tiered")(*a)))
@@ -259,6 +265,32 @@ def _numpy_tier(run):
 
 class _NotApplicable(Exception):
     """The witness has nothing to compare for this program."""
+
+
+def _forward_columns(f, run):
+    """``run()`` with the transforms written inside ``f`` (an inner
+    ``ad.grad``, ``ad.hvp``, ``vjp_fn``...) lowered by forward-mode columns
+    (``S2S_AD_NESTED=columns``) instead of reverse code, for programs that
+    call one."""
+    try:
+        text = inspect.getsource(inspect.getmodule(f))
+    except (OSError, TypeError):
+        raise _NotApplicable() from None
+    if not any(f"ad.{name}(" in text for name in _INNER):
+        raise _NotApplicable()
+    saved = os.environ.get("S2S_AD_NESTED")
+    os.environ["S2S_AD_NESTED"] = "columns"
+    try:
+        return run()
+    finally:
+        if saved is None:
+            del os.environ["S2S_AD_NESTED"]
+        else:
+            os.environ["S2S_AD_NESTED"] = saved
+
+
+#: The transforms whose inner lowering ``_forward_columns`` switches.
+_INNER = ("grad", "value_and_grad", "vjp", "hvp")
 
 
 def _without_mixed_mode(f, run):

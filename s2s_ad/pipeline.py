@@ -83,6 +83,9 @@ class State:
 
 def parse(st):
     st.program = Program()
+    # A GPU thread keeps small static arrays only: an inner gradient runs there by
+    # forward-mode columns over them, not as reverse code (see docs/nested_transforms.md).
+    st.program.nested_columns = st.request.target == "cuda"
     fun = st.request.fun
     st.program.source(fun.fun if custom.rule_of(fun) else fun)
     return ""

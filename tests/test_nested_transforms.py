@@ -106,9 +106,21 @@ def test_per_sample_gradients_inside():
 
 
 def test_source_names_the_helper():
+    """The inner gradient runs inner's reverse sweep, and its adjoint is the VJP
+    of inner's JVP: no forward-mode columns (rt.unit_like) anywhere."""
     text = ad.source(ad.grad(nt.penalty), X3)
     assert "def grad_inner(x):" in text
+    assert "the adjoint of grad_inner: the VJP of inner's JVP" in text
+    assert "rt.unit_like" not in text
+
+
+def test_source_of_forward_columns_when_asked(monkeypatch):
+    """S2S_AD_NESTED=columns lowers the same inner gradient by forward-mode
+    columns (the reference the oracle compares reverse code with)."""
+    monkeypatch.setenv("S2S_AD_NESTED", "columns")
+    text = ad.source(ad.grad(nt.penalty), X3)
     assert "rt.unit_like(x, j)" in text
+    assert "the adjoint of grad_inner" not in text
 
 
 def _line_of(fn, text):

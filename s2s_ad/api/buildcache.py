@@ -113,7 +113,7 @@ def _key(req):
 
 
 #: Environment settings the passes read.
-_SETTINGS = ("S2S_AD_FUSE_SLICES",)
+_SETTINGS = ("S2S_AD_FUSE_SLICES", "S2S_AD_NESTED")
 
 
 def _text(value):

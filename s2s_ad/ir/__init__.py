@@ -144,10 +144,32 @@ class Function:
     custom: Any = None
     rule_lowering: Any = None
     custom_trees: Any = None      # the structures its rules are lowered with
+    # A derivative helper (``ad.grad(f)`` written in user code): what it
+    # computes, for the lowerings that run it as reverse code (see
+    # :class:`Gradient`); its body computes the same by forward-mode columns.
+    gradient: Any = None
 
     @property
     def out_tree(self):
         return self.body[-1].value
+
+
+@dataclass(eq=False)
+class Gradient:
+    """What a gradient helper computes: the gradient of one scalar output of
+    ``fn`` with respect to some of its parameter leaves, beside outputs of
+    ``fn`` itself.
+
+    The helper takes ``fn``'s parameters; ``seed`` is the position of the
+    differentiated output among ``fn``'s output leaves, ``wrt`` the
+    parameter leaves differentiated, and ``outputs`` says, for each leaf of
+    the helper's result in order, what it is: ``("out", i)``, ``fn``'s
+    output leaf ``i``, or ``("grad", p)``, the gradient for parameter ``p``.
+    """
+    fn: "Function"
+    wrt: tuple
+    seed: int
+    outputs: tuple
 
 
 @dataclass

@@ -22,9 +22,30 @@ from dataclasses import replace
 from .. import rules
 from ..analyses import activity, ranks
 from ..frontend import custom
-from ..ir import Call, Const, Function, Prim, Return, Rewriter, Tup, Var, leaves_of, walk
+from ..ir import (
+    Call,
+    Const,
+    Function,
+    Prim,
+    Return,
+    Rewriter,
+    Tup,
+    Var,
+    leaves_of,
+    walk,
+)
+from ..ir.names import Names
 from ..rules.internal import ZEROS_LIKE
 from .forward_rules import RuleTangents
+
+#: Builds the tangent of a gradient helper's call (installed by
+#: :mod:`s2s_ad.transforms.nested`, which builds gradient helpers).
+_gradient_tangent = None
+
+
+def install_gradient_tangent(build):
+    global _gradient_tangent
+    _gradient_tangent = build
 
 
 def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None, width=1):
@@ -44,6 +65,8 @@ def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None, 
     cache = program.__dict__.setdefault("_jvps", {}) if cache is None else cache
     ranks_key = tuple(param_ranks) if param_ranks is not None else None
     key = ("jvp", fn.key, tuple(wrt), ranks_key, output, width)
+    if key not in cache and fn.gradient is not None:
+        fn = _calling(fn)          # its body is not what is differentiated: see call()
     if key not in cache:
         cache[key] = Forward(program, fn, wrt, param_ranks, cache, width).build(output, key)
     return cache[key]
@@ -231,6 +254,9 @@ class Forward(RuleTangents, Rewriter):
                     body.append(Prim([self.d(t)], ZEROS_LIKE, [Var(t)], {}, s.loc))
             return
         body.pop()
+        if s.callee.gradient is not None:
+            self.gradient_call(s, ins, body)
+            return
         if custom.has_vjp_rule(s.callee) and self.program.__dict__.get("reverse_outer"):
             raise TypeError(_VJP_RULE_UNDER_FORWARD.format(s.callee.custom.fun.__qualname__))
         if custom.has_jvp_rule(s.callee):
@@ -253,6 +279,30 @@ class Forward(RuleTangents, Rewriter):
         body.append(Call(list(s.targets) + douts, callee, list(s.args) + tangents, s.loc))
 
 
+    def gradient_call(self, s, ins, body):
+        """A call of a gradient helper (``ad.grad(f)(x)`` in user code): its
+        tangent is a gradient helper of ``f``'s JVP, run as reverse code like
+        the call itself (see :func:`s2s_ad.transforms.nested.gradient_tangent`)."""
+        body.append(replace(s))
+        arg_ranks = [ranks.rank_of(a, self.ranks) for a in s.args]
+        callee = _gradient_tangent(self.program, s.callee, ins, arg_ranks, self.cache)
+        for _ in self.directions():
+            tangents = [Var(self.d(a.name)) for a in s.args if self.active(a)]
+            douts = [self.d(t) if t in self.act else self.names.temp() for t in s.targets]
+            body.append(Call(douts, callee, list(s.args) + tangents, s.loc))
+
+
+def _calling(helper):
+    """A function that calls ``helper`` and returns its result: what forward
+    mode differentiates for a gradient helper, whose body it never reads."""
+    names = Names(helper.params)
+    out = _renamed(helper.out_tree, lambda: Var(names.temp()))
+    body = [Call([v.name for v in leaves_of(out)], helper, [Var(p) for p in helper.params],
+                 None), Return(out, None)]
+    return Function(helper.name + "_call", list(helper.params), list(helper.param_trees), body,
+                    {}, helper.source, names=names, key=("calling", helper.key))
+
+
 #: A custom_vjp function under forward mode differentiates its body (docs/custom_rules.md);
 #: under a second-order derivative that would silently drop the rule from the result.
 _VJP_RULE_UNDER_FORWARD = (
@@ -260,6 +310,13 @@ _VJP_RULE_UNDER_FORWARD = (
     "jacfwd(grad(...)), grad(grad(...))) would differentiate the rule's derivative, which "
     "s2s_ad does not build from f_bwd (JAX does); give {0} a JVP rule with ad.custom_jvp "
     "instead (reverse mode then uses it too), see docs/custom_rules.md")
+
+
+def _renamed(tree, fresh):
+    """``tree`` with every leaf a ``fresh()`` one, keeping each node's kind."""
+    if isinstance(tree, Tup):
+        return replace(tree, items=tuple(_renamed(t, fresh) for t in tree.items))
+    return fresh()
 
 
 def _mirror(tree, d):

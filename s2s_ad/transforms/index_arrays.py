@@ -32,8 +32,13 @@ def lower(program, fn, param_ranks, cache=None):
         cache[key] = fn            # a guard while rewriting (recursion)
         rw = _Rewrite(program, fn, param_ranks, cache)
         body = rw.block(fn.body)
-        cache[key] = replace(fn, body=body, key=("index_arrays",) + tuple(fn.key)) \
-            if rw.changed else fn
+        gradient = fn.gradient
+        if gradient is not None:           # what its reverse code differentiates, too
+            inner = lower(program, gradient.fn, param_ranks, cache)
+            rw.changed |= inner is not gradient.fn
+            gradient = replace(gradient, fn=inner)
+        cache[key] = replace(fn, body=body, key=("index_arrays",) + tuple(fn.key),
+                             gradient=gradient) if rw.changed else fn
     return cache[key]
 
 

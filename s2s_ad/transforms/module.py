@@ -9,8 +9,9 @@ import ast
 
 from ..codegen import printer as codegen
 from ..frontend import custom
-from ..ir import Call, Var, walk
-from . import reverse, widen
+from ..ir import Call, Var, leaves_of, var_names, walk
+from ..ir.names import Names
+from . import forward, reverse, widen
 
 
 class ModuleBuilder:
@@ -32,6 +33,11 @@ class ModuleBuilder:
             return self.fn_names[fn.key]
         fname = fname or fn.name
         self.fn_names[fn.key] = fname
+        if fn.gradient is not None:        # its reverse code, not its body
+            for callee in _callees(fn.gradient.fn):
+                self.primal(callee)
+            self._add(fname, reverse.gradient_source(self, fn, fname))
+            return fname
         for callee in _callees(fn):
             self.primal(callee)
         w = codegen.Writer()
@@ -42,6 +48,10 @@ class ModuleBuilder:
     def helper_vjp(self, callee, in_names, seeds, ranks):
         """(fwd name, bwd name, residual names) of a called function's VJP."""
         key = (callee.key, in_names, seeds, ranks)
+        if key not in self._vjps and callee.gradient is not None:
+            fwd = self.names.fresh("fwd_" + callee.name)
+            self.primal(custom.primal_adapter(callee, fwd), fwd)
+            self._vjps[key] = (fwd, self._gradient_vjp(callee, in_names, seeds, ranks), [])
         if key not in self._vjps and custom.has_vjp_rule(callee):
             fwd = self.names.fresh("fwd_" + callee.name)
             bwd = self.names.fresh("bwd_" + callee.name)
@@ -81,9 +91,58 @@ class ModuleBuilder:
         self._add(bwd, _transpose_source(bwd, vjp, callee, outs, nondiff))
         return fwd, bwd, []
 
+    def _gradient_vjp(self, helper, in_names, seeds, ranks):
+        """The VJP of a gradient helper ``g = grad f`` (its outputs ``seeds``
+        seeded, pulled back to its parameters ``in_names``), as reverse over
+        forward mode: with cotangents ``bg`` for gradients and ``by`` for
+        outputs of ``f``, the cotangents are those of ``<by, y> + dy``, where
+        ``dy`` is ``f``'s tangent output along ``bg`` -- one VJP of ``f``'s
+        JVP, never a derivative of ``f``'s reverse sweep.  Returns the name of
+        ``bwd(params, cotangents)``."""
+        grad, fn = helper.gradient, helper.gradient.fn
+        meaning = dict(zip(var_names([helper.out_tree]), grad.outputs))
+        along = {meaning[s][1] for s in seeds if meaning[s][0] == "grad"}
+        tangents = [p for p in fn.params if p in along]
+        names = Names(helper.params)
+        cots = [names.fresh("b_" + s.lstrip("_")) for s in seeds]
+        by_tangent = {meaning[s][1]: c for s, c in zip(seeds, cots) if meaning[s][0] == "grad"}
+        outs = list(leaves_of(fn.out_tree))
+        seeded = {}           # the VJP's seeded output name -> cotangent terms
+        for s, c in zip(seeds, cots):
+            if meaning[s][0] == "out" and isinstance(outs[meaning[s][1]], Var):
+                seeded.setdefault(outs[meaning[s][1]].name, []).append(c)
+        rank = dict(zip(fn.params, ranks))
+        vjp_of, vjp_ranks = fn, list(ranks)
+        if tangents:
+            vjp_of = forward.jvp_function(self.program, fn, tangents, list(ranks), "flat")
+            vjp_ranks += [rank[p] for p in tangents]
+            dseed = leaves_of(vjp_of.out_tree)[len(outs) + grad.seed]
+            if isinstance(dseed, Var):
+                seeded.setdefault(dseed.name, []).append("1.0")
+        bwd = self.names.fresh("bwd_" + helper.name)
+        w = codegen.Writer()
+        codegen.def_line(w, bwd, list(helper.params) + cots)
+        w.indent += 1
+        w.comment(f"the adjoint of {helper.name}: the VJP of "
+                  + (f"{fn.name}'s JVP along the gradients' cotangents" if tangents else
+                     f"{fn.name}"))
+        if not seeded:
+            zeros = ", ".join(f"rt.zeros_like({p})" for p in in_names)
+            w.lines.append("    " * w.indent + f"return ({zeros},)")
+        else:
+            vjp = self.helper_joint_vjp(vjp_of, tuple(in_names), tuple(seeded),
+                                        tuple(vjp_ranks))
+            args = list(fn.params) + [by_tangent[p] for p in tangents] + [
+                " + ".join(terms) for terms in seeded.values()]
+            w.lines.append("    " * w.indent + f"return {vjp}({', '.join(args)})")
+        self._add(bwd, w.tree())
+        return bwd
+
     def helper_joint_vjp(self, callee, in_names, seeds, ranks):
         """The name of a called function's VJP in one piece (recomputing its primal)."""
         key = (callee.key, in_names, seeds, ranks)
+        if key not in self._joint and callee.gradient is not None:
+            self._joint[key] = self._gradient_vjp(callee, in_names, seeds, ranks)
         if key not in self._joint:
             self.primal(callee)
             name = self._joint[key] = self.names.fresh("vjp_" + callee.name)

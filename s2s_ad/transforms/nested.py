@@ -28,6 +28,7 @@ differentiates the loop of JVPs; an outer JVP differentiates it again);
 the price is paid for large differentiated arguments.
 """
 import ast
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +50,7 @@ from ..ir import (
     Const,
     For,
     Function,
+    Gradient,
     Prim,
     Record,
     Return,
@@ -363,10 +365,10 @@ def _lower_closure(lw, closure, trees, node, key):
 class _Derivative:
     """Builds the helper function of one derivative :class:`Spec`."""
 
-    def __init__(self, lw, spec, inner, node):
+    def __init__(self, lw, spec, inner, node, program=None):
         self.lw, self.spec, self.inner, self.node = lw, spec, inner, node
-        self.program = lw.program
-        self.loc = lw.src.loc(node)
+        self.program = lw.program if lw is not None else program
+        self.loc = lw.src.loc(node) if lw is not None else None
         self.names = Names(inner.params)
         self.body = []
 
@@ -406,27 +408,39 @@ class _Derivative:
             raise self.lw.error(self.node, f"ad.{spec.kind} requires its function to return a "
                                 f"scalar, but {spec.fn.name} returns a tuple"
                                 + ("" if spec.has_aux else "; use has_aux=True for (out, aux)"))
+        if is_grad:
+            return self.gradient(key, argnums)
         columns = {}        # (output leaf, parameter leaf) -> Jacobian
         for a in argnums:
             for p in leaves_of(inner.param_trees[a]):
-                for v, jac in zip(leaves_of(value), self.columns(diff, params, p, value, is_grad)):
+                for v, jac in zip(leaves_of(value), self.columns(diff, params, p, value, False)):
                     columns[v, p] = jac
 
         def per_input(v):
             trees = [_map(inner.param_trees[a], lambda p: columns[v, p]) for a in argnums]
             return trees[0] if spec.single else Tup(tuple(trees))
 
-        if is_grad:
-            result = per_input(value)
-            if spec.kind == "value_and_grad":
-                result = Tup((out, result))
-            elif spec.has_aux:
-                result = Tup((result, aux))
-        else:
-            result = _map(value, per_input)
-            if spec.has_aux:
-                result = Tup((result, aux))
+        result = _map(value, per_input)
+        if spec.has_aux:
+            result = Tup((result, aux))
         return self.function(key, result)
+
+    def gradient(self, key, argnums):
+        """The helper of ``ad.grad`` / ``ad.value_and_grad``: a :class:`Gradient`
+        of the inner function's (first) output."""
+        spec, inner = self.spec, self.inner
+        count = iter(range(len(leaves_of(inner.out_tree))))
+        outs = _map(inner.out_tree, lambda _: ("out", next(count)))
+        value, aux = outs.items if spec.has_aux else (outs, None)
+        grads = [_map(inner.param_trees[a], lambda p: ("grad", p.name)) for a in argnums]
+        result = grads[0] if spec.single else Tup(tuple(grads))
+        if spec.kind == "value_and_grad":
+            result = Tup((outs, result))
+        elif spec.has_aux:
+            result = Tup((result, aux))
+        wrt = [p.name for a in argnums for p in leaves_of(inner.param_trees[a])]
+        return gradient_function(self.program, inner, wrt, 0, result, self.loc,
+                                 self.spec.name, key)
 
     def columns(self, diff, params, p, value, is_grad):
         """The Jacobian of each output leaf w.r.t. parameter leaf ``p``, column by column."""
@@ -474,14 +488,77 @@ class _Derivative:
         return self.function(key, total, params,
                              inner.param_trees[:m] + [ct] + inner.param_trees[m:])
 
-    def function(self, key, result, params=None, param_trees=None):
+    def function(self, key, result, params=None, param_trees=None, name=None):
         self.body.append(Return(result, self.loc))
         inner = self.inner
-        fn = Function(self.spec.name, params or list(inner.params),
+        name = name or self.spec.name
+        fn = Function(name, params or list(inner.params),
                       param_trees or list(inner.param_trees), self.body, {}, inner.source,
                       names=self.names, key=key)
-        fn.name = self.program.module_names.fresh(self.spec.name)
+        fn.name = self.program.module_names.fresh(name)
         return fn
+
+
+def gradient_function(program, fn, wrt, seed, shape, loc, name, key):
+    """The helper computing the :class:`~s2s_ad.ir.Gradient` of ``fn``'s output
+    leaf ``seed`` with respect to the parameter leaves ``wrt``; ``shape`` is
+    its result's structure, whose leaves say what each is (``("out", i)``,
+    ``("grad", p)``).
+
+    Its body computes it by forward-mode columns (one JVP per element of each
+    leaf of ``wrt``): the reference every other lowering agrees with, and
+    what a rewrite that cannot keep the :class:`~s2s_ad.ir.Gradient` (batching)
+    runs.  Printing, forward mode and reverse mode read the ``gradient`` field
+    instead and run ``fn``'s reverse sweep (see
+    :func:`s2s_ad.transforms.reverse.gradient_source`)."""
+    d = _Derivative(None, None, fn, None, program)
+    d.loc = loc
+    params = [Var(p) for p in fn.params]
+    outs = leaves_of(d.call(fn, params))
+    diff = _one_output(program, fn, seed)
+    grads = {p: d.columns(diff, params, Var(p), outs[seed], True)[0] for p in wrt}
+    result = _map(shape, lambda m: outs[m[1]] if m[0] == "out" else grads[m[1]])
+    helper = d.function(key, result, name=name)
+    if os.environ.get("S2S_AD_NESTED") != "columns" and not program.nested_columns:
+        helper.gradient = Gradient(fn, tuple(wrt), seed, tuple(leaves_of(shape)))
+    return helper
+
+
+def gradient_tangent(program, helper, ins, arg_ranks, cache=None):
+    """The tangent of a call of the gradient helper ``helper`` whose arguments
+    ``ins`` (parameter leaves) carry tangents: itself a gradient helper, of the
+    JVP of the function differentiated.  With ``y = f(x)`` and ``g = grad f``,
+    the tangent of ``g`` along ``dx`` is the gradient, with respect to the same
+    leaves, of ``f``'s tangent output ``dy = J(x) dx`` (the second derivative
+    is symmetric); the tangents of ``f``'s outputs are ``dy`` itself.  Its
+    parameters are ``helper``'s, then one tangent per leaf of ``ins``; its
+    result has ``helper``'s structure."""
+    grad = helper.gradient
+    jvp = forward.jvp_function(program, grad.fn, ins, arg_ranks, "flat", cache)
+    n = len(leaves_of(grad.fn.out_tree))
+    it = iter(grad.outputs)
+    shape = _map(helper.out_tree, lambda _: next(it))
+    shape = _map(shape, lambda m: ("out", n + m[1]) if m[0] == "out" else m)
+    return gradient_function(program, jvp, grad.wrt, n + grad.seed, shape, None,
+                             "d" + helper.name, ("gradient tangent", helper.key, tuple(ins),
+                                                 tuple(arg_ranks)))
+
+
+forward.install_gradient_tangent(gradient_tangent)
+
+
+def _one_output(program, fn, index):
+    """``fn`` returning only its output leaf ``index``."""
+    ret = fn.body[-1]
+    if not isinstance(ret.value, Tup) and index == 0:
+        return fn
+    cache = program.__dict__.setdefault("_nested_one", {})
+    if (fn.key, index) not in cache:
+        leaf = leaves_of(ret.value)[index]
+        cache[fn.key, index] = replace(fn, body=fn.body[:-1] + [Return(leaf, ret.loc)],
+                                       key=("output", index, fn.key), gradient=None,
+                                       name=program.module_names.fresh(fn.name + "_out"))
+    return cache[fn.key, index]
 
 
 def _first_output(program, fn):

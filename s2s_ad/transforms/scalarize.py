@@ -187,8 +187,8 @@ class _Analysis:
         return None
 
     def _call(self, s):
-        if getattr(s.callee, "custom", None) is not None:      # a user rule: kept whole
-            return [None] * len(s.targets)
+        if s.callee.custom is not None or s.callee.gradient is not None:
+            return [None] * len(s.targets)    # a user rule, or reverse code: kept whole
         lengths = tuple(self.length(a) for a in s.args)
         ranks = tuple(rank_of(a, self.ranks) for a in s.args)
         if (s.callee.key, lengths, ranks) in self.ctx.active:

@@ -26,6 +26,8 @@ class Program:
         self.module_names = Names()   # functions and constants share the module namespace
         self.consts = {}
         self._sources = {}
+        #: inner gradients by forward-mode columns, not reverse code (the CUDA target)
+        self.nested_columns = False
 
     def source(self, fn):
         """The parsed and fenced source of ``fn`` (parsed once)."""

@@ -35,9 +35,15 @@ is finished; see :mod:`s2s_ad.codegen.printer`): ``widen`` and module
 assembly never parse text.
 """
 from .common import VIEWS
-from .entries import entry_source, helper_joint_source, helper_vjp_source, rows_source
+from .entries import (
+    entry_source,
+    gradient_source,
+    helper_joint_source,
+    helper_vjp_source,
+    rows_source,
+)
 from .peepholes import _increments
 from .writer import ReverseWriter
 
-__all__ = ["ReverseWriter", "VIEWS", "entry_source", "helper_joint_source",
+__all__ = ["ReverseWriter", "VIEWS", "entry_source", "gradient_source", "helper_joint_source",
            "helper_vjp_source", "rows_source", "_increments"]

@@ -45,6 +45,23 @@ def _helper_writer(module, callee, in_names, seeds, ranks):
     return writer, cot, lambda adj: ast.Return(grads_expr(callee, in_trees, adj)), seed_exprs
 
 
+def gradient_source(module, helper, fname):
+    """A gradient helper (``ad.grad(f)(x)`` written in user code, see
+    :class:`~s2s_ad.ir.Gradient`) as reverse code: ``fname(params)`` runs
+    ``f``'s primal sweep, seeds its differentiated output with 1.0, runs the
+    adjoint sweep, and returns the helper's result -- one reverse pass, as
+    a top-level ``ad.grad`` takes."""
+    grad = helper.gradient
+    fn = grad.fn
+    values = list(leaves_of(fn.out_tree))
+    seed = values[grad.seed]
+    seeds = {seed.name} if isinstance(seed, Var) else set()
+    writer = ReverseWriter(module, fn, set(grad.wrt), seeds)
+    seed_exprs = [(seed.name, ast.Constant(1.0))] if seeds else []
+    return writer.write_gradient(fname, seed_exprs, values, grad.seed, list(grad.wrt),
+                                 grad.outputs, helper.out_tree)
+
+
 def rows_source(module, fn, argnums, fname, param_ranks=None, width=1):
     """The VJP of the transformed function for stacked cotangent rows (see
     :meth:`ReverseWriter.write_rows`): the rows of its Jacobian in one call.

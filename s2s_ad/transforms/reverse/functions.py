@@ -15,6 +15,8 @@ from ...codegen import printer as codegen
 from ...codegen.adjoints import assign, call
 from ...ir import (
     Prim,
+    Tup,
+    Var,
     var_names,
     walk,
 )
@@ -41,6 +43,38 @@ class Functions:
             ret.value.elts[0] = self._capture_mutated_outputs(out, ret.value.elts[0], back)
         out.lines.extend(back.lines)
         out.node(ret)
+        out.blank()
+        return out.tree()
+
+    def write_gradient(self, fname, seed_exprs, values, seed, wrt, outputs, tree):
+        """Print ``def fname(params)`` returning, in the structure ``tree``,
+        for each of ``outputs`` in turn the function's output leaf ``values[i]``
+        (``("out", i)``) or the gradient of parameter leaf ``p``
+        (``("grad", p)``): a gradient helper's reverse code (see
+        :func:`s2s_ad.transforms.reverse.gradient_source`), whose output
+        ``values[seed]`` is seeded.  The outputs are taken before the adjoint
+        sweep can change them; ``rt.check_gradient`` raises ``ad.grad``'s
+        errors first."""
+        wrt_trees = [Var(p) for p in wrt]
+        kept = sorted({m[1] for m in outputs if m[0] == "out"} | {seed})
+        returns = lambda adj: ast.Return(ast.Tuple(                      # noqa: E731
+            [ast.Tuple([codegen.atom(values[i]) for i in kept], ast.Load()),
+             grads_expr(self.fn, wrt_trees, adj)], ast.Load()))
+        fwd, back, ret = self._sweeps(seed_exprs, returns)
+        out = codegen.Writer()
+        codegen.def_line(out, fname, self.fn.params)
+        out.indent = 1
+        out.lines.extend(fwd.lines)
+        for p in wrt:
+            out.node(ast.Expr(call("rt.check_gradient", codegen.atom(values[seed]),
+                                   codegen.name(p))))
+        captured = dict(zip(kept, self._capture_mutated_outputs(out, ret.value.elts[0],
+                                                                back).elts))
+        out.lines.extend(back.lines)
+        grads = dict(zip(wrt, ret.value.elts[1].elts))
+        leaves = iter([captured[m[1]] if m[0] == "out" else grads[m[1]] for m in outputs])
+        out.indent = 1
+        out.node(ast.Return(_rebuild(tree, leaves)))
         out.blank()
         return out.tree()
 
@@ -257,3 +291,11 @@ class Functions:
                 out.line(f"{values} = rt.snapshot({r})")
                 back.append(f"rt.copy_into({kept}, {values})")
         return back
+
+
+def _rebuild(tree, leaves):
+    """The expression of ``tree``'s structure (nested tuples) with the next of
+    ``leaves`` at each leaf."""
+    if isinstance(tree, Tup):
+        return ast.Tuple([_rebuild(t, leaves) for t in tree.items], ast.Load())
+    return next(leaves)
