@@ -83,9 +83,10 @@ def _is_complex(ty):
     return isinstance(dt, types.Complex)
 
 
-def _real_part_first(fn):
-    """An impl calling ``fn`` with the real part of a complex cotangent of a real primal."""
-    return compile_impl(f"def impl(g, x):\n    return fn(np.real(g), x)\n# {fn.__name__}",
+def _real_part_first(fn, g="g"):
+    """An impl calling ``fn`` with the real part of a complex cotangent of a real
+    primal (``g``: the overload's name for the cotangent argument)."""
+    return compile_impl(f"def impl({g}, x):\n    return fn(np.real({g}), x)\n# {fn.__name__}",
                         {"fn": fn})
 
 
@@ -132,7 +133,7 @@ def _zeros_like(x):
 @overload(plumbing.like, prefer_literal=True)
 def _like(b, x):
     if _is_complex(b) and not _is_complex(x):
-        return _real_part_first(plumbing.like)
+        return _real_part_first(plumbing.like, "b")
     if is_scalar(x):
         return _scalar_from(b, "b", dtype_src(grad_dtype(x)), "b, x")
     dt = dtype_src(np_dtype(x))

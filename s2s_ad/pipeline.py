@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends
+from .analyses import ranks
 from .codegen.fusion import fuse_temporaries
 from .frontend import custom
 from .frontend.anf import Program
@@ -191,6 +192,9 @@ def _wrt_leaves(fn, argnums):
 
 def transform(st):
     req = st.request
+    n = len(st.fn.params)
+    given = list(req.ranks[:n]) if req.ranks else []
+    st.module.call_ranks = ranks.argument_ranks(st.fn, given + [None] * (n - len(given)))
     if req.kind == "primal":
         st.entry = st.module.primal(st.fn)
     else:

@@ -329,7 +329,7 @@ def test_local_function_in_inner_transform_value():
 
 def test_closure_conversion_reads_the_lambda_captures_as_parameters():
     text = ad.source(ad.grad(cj.penalty_captures_argument), W3, cj.A)
-    assert "def lambda_(v, X, w):" in text
+    assert "def grad_lambda(v, X, w):" in text
 
 
 # -- dicts, NamedTuples and None as pytrees ---------------------------------------

@@ -81,6 +81,28 @@ def call_ranks(s, ranks):
     return _CALLS[key]
 
 
+def argument_ranks(fn, param_ranks, out=None):
+    """Callee key -> the rank of each argument at its calls, for every function
+    ``fn`` calls (to any depth; through a gradient helper into the function it
+    differentiates), None where unknown or where two calls differ."""
+    out = {} if out is None else out
+    known = infer(fn, list(param_ranks))
+    for s in walk(fn.body):
+        if not isinstance(s, Call):
+            continue
+        args = tuple(rank_of(a, known) for a in s.args)
+        seen = out.get(s.callee.key)
+        if seen is not None:
+            merged = tuple(a if a == b else None for a, b in zip(args, seen))
+            if merged == seen:
+                continue
+            args = merged
+        out[s.callee.key] = args
+        grad = s.callee.gradient
+        argument_ranks(grad.fn if grad is not None else s.callee, args, out)
+    return out
+
+
 def rank_of(atom, ranks):
     if isinstance(atom, Const):
         v = atom.value
@@ -122,13 +144,14 @@ def prim_rank(s, ranks):
 
 
 def _reduced(rank, axis, keepdims):
-    if rank is None:
-        return None
     keep = isinstance(keepdims, Const) and keepdims.value is True
+    every_axis = axis is None or (isinstance(axis, Const) and axis.value is None)
     if keep:
         return rank
-    if axis is None or (isinstance(axis, Const) and axis.value is None):
-        return 0
+    if every_axis:
+        return 0        # a scalar, whatever the operand's rank
+    if rank is None:
+        return None
     if isinstance(axis, Const) and isinstance(axis.value, int):
         return rank - 1
     if isinstance(axis, Const) and isinstance(axis.value, tuple):

@@ -26,6 +26,7 @@ class ModuleBuilder:
         self.rows_width = 1   # rows per adjoint sweep of a vjp_rows entry
         self.repeated = False  # whether adjoint sweeps run more than once (vjp_rows)
         self._defs = []       # per part: its function definitions (see pure)
+        self.call_ranks = {}  # callee key -> its arguments' ranks (analyses.ranks.argument_ranks)
 
     def primal(self, fn, fname=None):
         """Print ``fn`` and every user function it calls, each once."""

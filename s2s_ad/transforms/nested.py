@@ -35,6 +35,7 @@ from typing import Any
 import gast
 
 from .. import rules
+from ..analyses import ranks
 from ..frontend import custom
 from ..frontend.anf import (
     LEAF,
@@ -225,6 +226,7 @@ def lower(lw, spec, trees, node):
                            f"changed; copy the argument first in {fn.__name__} "
                            f"(u = u.copy())")
         return callee
+    spec = _jacobian_of_gradient(lw, spec, trees, node)
     key = ("nested", spec, tuple(trees))
     if key not in cache:
         if spec.kind == "contract":     # the primals, then the cotangent
@@ -235,6 +237,22 @@ def lower(lw, spec, trees, node):
             cache[key] = _Derivative(lw, spec, inner, node).build(key)
         program.functions[key] = cache[key]   # seen by whole-program queries (has_loops)
     return cache[key]
+
+
+def _jacobian_of_gradient(lw, spec, trees, node):
+    """A Jacobian of a Jacobian (``ad.hessian``, ``jacfwd(jacrev(f))``) of a
+    function whose output is one scalar is the Jacobian of its gradient: one
+    reverse-over-forward pass per column instead of one forward-over-forward
+    pass per entry."""
+    inner = spec.fn if spec.kind == "jac" else None
+    if inner is None or inner.kind != "jac" or inner.has_aux or inner.fn.kind == "contract":
+        return spec
+    fn = lower(lw, inner.fn, trees, node)
+    out = fn.out_tree
+    if isinstance(out, Tup) or ranks.infer(fn, [None] * len(fn.params)).get(
+            getattr(out, "name", None)) != 0:
+        return spec
+    return replace(spec, fn=Spec("grad", inner.fn, inner.argnums, inner.single))
 
 
 # -- lambdas and nested defs: closure conversion -------------------------------------

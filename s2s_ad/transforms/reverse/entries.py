@@ -56,7 +56,8 @@ def gradient_source(module, helper, fname):
     values = list(leaves_of(fn.out_tree))
     seed = values[grad.seed]
     seeds = {seed.name} if isinstance(seed, Var) else set()
-    writer = ReverseWriter(module, fn, set(grad.wrt), seeds)
+    ranks = module.call_ranks.get(helper.key)
+    writer = ReverseWriter(module, fn, set(grad.wrt), seeds, list(ranks) if ranks else None)
     seed_exprs = [(seed.name, ast.Constant(1.0))] if seeds else []
     return writer.write_gradient(fname, seed_exprs, values, grad.seed, list(grad.wrt),
                                  grad.outputs, helper.out_tree)
