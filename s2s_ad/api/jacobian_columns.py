@@ -17,6 +17,7 @@ from .jacobian_common import (
     _scalarize,
     _unit_basis,
     _with_units,
+    tangent_dtype,
 )
 
 
@@ -59,7 +60,7 @@ class Columns:
         grids = np.indices(sizes).reshape(len(sizes), -1)
         tangents = []
         for n, k in zip(nums, grids):
-            leaf = np.asarray(args[n], dtype=np.result_type(args[n], np.float32))
+            leaf = np.asarray(args[n], dtype=tangent_dtype(args[n]))
             e = np.zeros((combos, leaf.size), dtype=leaf.dtype)
             e[np.arange(combos), k] = 1.0
             tangents.append(e.reshape((combos,) + np.shape(args[n])))

@@ -74,9 +74,7 @@ def _unit_basis(values):
         leaves, tree = pytree.flatten(v)
         stacked, where = [], []
         for leaf, size in zip(leaves, leaf_sizes):
-            dtype = leaf.dtype if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc" else (
-                np.dtype(type(leaf)) if isinstance(leaf, np.inexact) else
-                np.complex128 if isinstance(leaf, complex) else np.float64)
+            dtype = tangent_dtype(leaf)
             e = np.zeros((total, size), dtype=dtype)
             e[start:start + size] = np.eye(size, dtype=dtype)
             stacked.append(e.reshape((total,) + np.shape(leaf)))
@@ -85,6 +83,18 @@ def _unit_basis(values):
         basis.append(pytree.unflatten(stacked, tree))
         blocks.append(where)
     return basis, blocks
+
+
+def tangent_dtype(leaf):
+    """The dtype of a unit tangent of ``leaf``: its own float or complex dtype,
+    float64 for a Python float or int (a Python float is a float64 -- not the
+    "weak" scalar NumPy would let a float32 tangent demote it to) and
+    complex128 for a Python complex."""
+    if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc":
+        return leaf.dtype
+    if isinstance(leaf, np.inexact):
+        return np.dtype(type(leaf))
+    return np.dtype(np.complex128 if isinstance(leaf, complex) else np.float64)
 
 
 def _with_units(t, args):

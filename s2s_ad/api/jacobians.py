@@ -40,6 +40,7 @@ from .jacobian_common import (
     _scalarize,
     _with_units,
     _zero_tangent,
+    tangent_dtype,
 )
 from .jacobian_rows import Rows
 from .library_functions import as_function
@@ -367,7 +368,7 @@ class Jacobian(Columns, Rows):
             out, at = [], start
             for leaf in leaves:
                 n = int(np.size(leaf))
-                dtype = np.result_type(leaf, np.float32)
+                dtype = tangent_dtype(leaf)
                 e = np.zeros((size, n), dtype=dtype)
                 if at <= k < at + n:
                     e[:, k - at] = 1.0
