@@ -23,7 +23,7 @@ where it finishes in reasonable time), and JAX ``jit`` of the same
 composition when JAX is installed.  docs/nested_transforms.md records a run.
 """
 import argparse
-import os
+import contextlib
 import statistics
 import sys
 import time
@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 import s2s_ad as ad
+from s2s_ad import oracle
 
 from . import core
 
@@ -208,18 +209,10 @@ def _columns(label, cells, args, seconds, check_against=0):
 def _built(f, args, columns):
     """``ad.jit(f)`` built (compiled) for ``args``, with the inner transforms as
     reverse code, or as forward-mode columns (``S2S_AD_NESTED=columns``)."""
-    saved = os.environ.get("S2S_AD_NESTED")
-    if columns:
-        os.environ["S2S_AD_NESTED"] = "columns"
-    try:
+    with oracle.forward_columns() if columns else contextlib.nullcontext():
         fn = ad.jit(f, compile="eager")
         fn(*args)
-        return fn
-    finally:
-        if saved is None:
-            os.environ.pop("S2S_AD_NESTED", None)
-        else:
-            os.environ["S2S_AD_NESTED"] = saved
+    return fn
 
 
 def _problem(d, rng):

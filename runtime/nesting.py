@@ -42,10 +42,18 @@ def check_gradient(out, x):
     """The TypeErrors of ``ad.grad`` written in a transformed function, for its
     function's output ``out`` and a differentiated argument ``x``: the output
     must be a real scalar, the argument real floats."""
+    _check_output(out)
+    _check_argument(x)
+
+
+def _check_output(out):
     if is_array(out) and out.ndim != 0:
         raise TypeError(_NOT_SCALAR)
     if np.iscomplexobj(out):
         raise TypeError(_COMPLEX_OUT)
+
+
+def _check_argument(x):
     if not np.issubdtype(np.result_type(x), np.inexact):
         raise TypeError(_INTEGER)
     if np.iscomplexobj(x):
@@ -59,10 +67,7 @@ def flat_size(x):
 
 def unit_like(x, j):
     """A tangent for ``x``: zero except for a one at flat position ``j``."""
-    if not np.issubdtype(np.result_type(x), np.inexact):
-        raise TypeError(_INTEGER)
-    if np.iscomplexobj(x):
-        raise TypeError(_COMPLEX)
+    _check_argument(x)
     dtype = grad_dtype(x)
     if not is_array(x):
         return dtype.type(1.0) if isinstance(x, np.generic) else 1.0
@@ -80,10 +85,7 @@ def jac_zeros(out, x):
 
 def grad_zeros(out, x):
     """:func:`jac_zeros` for a gradient: ``out`` must be a scalar."""
-    if is_array(out) and out.ndim != 0:
-        raise TypeError(_NOT_SCALAR)
-    if np.iscomplexobj(out):
-        raise TypeError(_COMPLEX_OUT)
+    _check_output(out)
     return jac_zeros(out, x)
 
 

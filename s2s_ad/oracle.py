@@ -49,6 +49,7 @@ Example::
     for d in report.disagreements:
         print(d)
 """
+import contextlib
 import dataclasses
 import dis
 import inspect
@@ -73,7 +74,7 @@ from .oracle_reference import (  # noqa: F401  (FD_STEP: part of this module's s
 )
 
 __all__ = ["check", "check_all", "Report", "Disagreement", "Witness", "TRANSFORMS",
-           "FD_TOL", "WITNESS_TOL", "is_documented_error", "witnesses_for"]
+           "FD_TOL", "WITNESS_TOL", "is_documented_error", "witnesses_for", "forward_columns"]
 
 #: (rtol, atol) of a witness against the NumPy witness: the same algebra in a
 #: different order, so only rounding separates them.  FD_TOL (against finite
@@ -270,18 +271,26 @@ class _NotApplicable(Exception):
 def _forward_columns(f, run):
     """``run()`` with the transforms written inside ``f`` (an inner
     ``ad.grad``, ``ad.hvp``, ``vjp_fn``...) lowered by forward-mode columns
-    (``S2S_AD_NESTED=columns``) instead of reverse code, for programs that
-    call one."""
+    (see :func:`forward_columns`), for programs that call one."""
     try:
         text = inspect.getsource(inspect.getmodule(f))
     except (OSError, TypeError):
         raise _NotApplicable() from None
     if not any(f"ad.{name}(" in text for name in _INNER):
         raise _NotApplicable()
+    with forward_columns():
+        return run()
+
+
+@contextlib.contextmanager
+def forward_columns():
+    """Builds inside lower every transform written inside a transformed function
+    by forward-mode columns instead of reverse code (``S2S_AD_NESTED=columns``,
+    which the build cache's key reads)."""
     saved = os.environ.get("S2S_AD_NESTED")
     os.environ["S2S_AD_NESTED"] = "columns"
     try:
-        return run()
+        yield
     finally:
         if saved is None:
             del os.environ["S2S_AD_NESTED"]

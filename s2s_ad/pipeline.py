@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends
-from .analyses import ranks
 from .codegen.fusion import fuse_temporaries
 from .frontend import custom
 from .frontend.anf import Program
@@ -194,7 +193,7 @@ def transform(st):
     req = st.request
     n = len(st.fn.params)
     given = list(req.ranks[:n]) if req.ranks else []
-    st.module.call_ranks = ranks.argument_ranks(st.fn, given + [None] * (n - len(given)))
+    st.module.entry_ranks = (st.fn, given + [None] * (n - len(given)))
     if req.kind == "primal":
         st.entry = st.module.primal(st.fn)
     else:

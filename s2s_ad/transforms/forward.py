@@ -22,6 +22,7 @@ from dataclasses import replace
 from .. import rules
 from ..analyses import activity, ranks
 from ..frontend import custom
+from ..frontend.anf import map_values
 from ..ir import (
     Call,
     Const,
@@ -296,7 +297,7 @@ def _calling(helper):
     """A function that calls ``helper`` and returns its result: what forward
     mode differentiates for a gradient helper, whose body it never reads."""
     names = Names(helper.params)
-    out = _renamed(helper.out_tree, lambda: Var(names.temp()))
+    out = map_values(helper.out_tree, lambda _: Var(names.temp()))
     body = [Call([v.name for v in leaves_of(out)], helper, [Var(p) for p in helper.params],
                  None), Return(out, None)]
     return Function(helper.name + "_call", list(helper.params), list(helper.param_trees), body,
@@ -310,13 +311,6 @@ _VJP_RULE_UNDER_FORWARD = (
     "jacfwd(grad(...)), grad(grad(...))) would differentiate the rule's derivative, which "
     "s2s_ad does not build from f_bwd (JAX does); give {0} a JVP rule with ad.custom_jvp "
     "instead (reverse mode then uses it too), see docs/custom_rules.md")
-
-
-def _renamed(tree, fresh):
-    """``tree`` with every leaf a ``fresh()`` one, keeping each node's kind."""
-    if isinstance(tree, Tup):
-        return replace(tree, items=tuple(_renamed(t, fresh) for t in tree.items))
-    return fresh()
 
 
 def _mirror(tree, d):

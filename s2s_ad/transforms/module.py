@@ -7,6 +7,7 @@ functions, and the VJPs reverse mode writes (widened ones included).  The
 module is unparsed once, in :meth:`ModuleBuilder.source`."""
 import ast
 
+from ..analyses import ranks as rank_analysis
 from ..codegen import printer as codegen
 from ..frontend import custom
 from ..ir import Call, Var, leaves_of, var_names, walk
@@ -26,7 +27,8 @@ class ModuleBuilder:
         self.rows_width = 1   # rows per adjoint sweep of a vjp_rows entry
         self.repeated = False  # whether adjoint sweeps run more than once (vjp_rows)
         self._defs = []       # per part: its function definitions (see pure)
-        self.call_ranks = {}  # callee key -> its arguments' ranks (analyses.ranks.argument_ranks)
+        self.entry_ranks = None   # (entry function, its parameters' ranks), for argument_ranks
+        self._call_ranks = None
 
     def primal(self, fn, fname=None):
         """Print ``fn`` and every user function it calls, each once."""
@@ -45,6 +47,15 @@ class ModuleBuilder:
         codegen.primal(fn, fname, w, self.fn_names)
         self._add(fname, w.tree())
         return fname
+
+    def argument_ranks(self, callee):
+        """The ranks of ``callee``'s arguments where the entry calls it (see
+        :func:`~s2s_ad.analyses.ranks.argument_ranks`, run once, when a
+        gradient helper first asks), or None."""
+        if self._call_ranks is None:
+            self._call_ranks = {} if self.entry_ranks is None else \
+                rank_analysis.argument_ranks(*self.entry_ranks)
+        return self._call_ranks.get(callee.key)
 
     def helper_vjp(self, callee, in_names, seeds, ranks):
         """(fwd name, bwd name, residual names) of a called function's VJP."""

@@ -41,6 +41,7 @@ from ..frontend.anf import (
     LEAF,
     LocalFn,
     Lowerer,
+    map_values,
     transform_kind,
     transformed_object,
     tree_of,
@@ -383,10 +384,10 @@ def _lower_closure(lw, closure, trees, node, key):
 class _Derivative:
     """Builds the helper function of one derivative :class:`Spec`."""
 
-    def __init__(self, lw, spec, inner, node, program=None):
+    def __init__(self, lw, spec, inner, node, program=None, loc=None):
         self.lw, self.spec, self.inner, self.node = lw, spec, inner, node
         self.program = lw.program if lw is not None else program
-        self.loc = lw.src.loc(node) if lw is not None else None
+        self.loc = lw.src.loc(node) if lw is not None else loc
         self.names = Names(inner.params)
         self.body = []
 
@@ -435,10 +436,10 @@ class _Derivative:
                     columns[v, p] = jac
 
         def per_input(v):
-            trees = [_map(inner.param_trees[a], lambda p: columns[v, p]) for a in argnums]
+            trees = [map_values(inner.param_trees[a], lambda p: columns[v, p]) for a in argnums]
             return trees[0] if spec.single else Tup(tuple(trees))
 
-        result = _map(value, per_input)
+        result = map_values(value, per_input)
         if spec.has_aux:
             result = Tup((result, aux))
         return self.function(key, result)
@@ -448,9 +449,9 @@ class _Derivative:
         of the inner function's (first) output."""
         spec, inner = self.spec, self.inner
         count = iter(range(len(leaves_of(inner.out_tree))))
-        outs = _map(inner.out_tree, lambda _: ("out", next(count)))
+        outs = map_values(inner.out_tree, lambda _: ("out", next(count)))
         value, aux = outs.items if spec.has_aux else (outs, None)
-        grads = [_map(inner.param_trees[a], lambda p: ("grad", p.name)) for a in argnums]
+        grads = [map_values(inner.param_trees[a], lambda p: ("grad", p.name)) for a in argnums]
         result = grads[0] if spec.single else Tup(tuple(grads))
         if spec.kind == "value_and_grad":
             result = Tup((outs, result))
@@ -529,13 +530,12 @@ def gradient_function(program, fn, wrt, seed, shape, loc, name, key):
     runs.  Printing, forward mode and reverse mode read the ``gradient`` field
     instead and run ``fn``'s reverse sweep (see
     :func:`s2s_ad.transforms.reverse.gradient_source`)."""
-    d = _Derivative(None, None, fn, None, program)
-    d.loc = loc
+    d = _Derivative(None, None, fn, None, program, loc)
     params = [Var(p) for p in fn.params]
     outs = leaves_of(d.call(fn, params))
     diff = _one_output(program, fn, seed)
     grads = {p: d.columns(diff, params, Var(p), outs[seed], True)[0] for p in wrt}
-    result = _map(shape, lambda m: outs[m[1]] if m[0] == "out" else grads[m[1]])
+    result = map_values(shape, lambda m: outs[m[1]] if m[0] == "out" else grads[m[1]])
     helper = d.function(key, result, name=name)
     if os.environ.get("S2S_AD_NESTED") != "columns" and not program.nested_columns:
         helper.gradient = Gradient(fn, tuple(wrt), seed, tuple(leaves_of(shape)))
@@ -555,8 +555,8 @@ def gradient_tangent(program, helper, ins, arg_ranks, cache=None):
     jvp = forward.jvp_function(program, grad.fn, ins, arg_ranks, "flat", cache)
     n = len(leaves_of(grad.fn.out_tree))
     it = iter(grad.outputs)
-    shape = _map(helper.out_tree, lambda _: next(it))
-    shape = _map(shape, lambda m: ("out", n + m[1]) if m[0] == "out" else m)
+    shape = map_values(helper.out_tree, lambda _: next(it))
+    shape = map_values(shape, lambda m: ("out", n + m[1]) if m[0] == "out" else m)
     return gradient_function(program, jvp, grad.wrt, n + grad.seed, shape, None,
                              "d" + helper.name, ("gradient tangent", helper.key, tuple(ins),
                                                  tuple(arg_ranks)))
@@ -590,13 +590,6 @@ def _first_output(program, fn):
     return cache[fn.key]
 
 
-def _map(value, fn):
-    """``value`` with each leaf replaced by ``fn(leaf)``, keeping each node's kind."""
-    if isinstance(value, Tup):
-        return replace(value, items=tuple(_map(v, fn) for v in value.items))
-    return fn(value)
-
-
 def _value_of(tree, fresh):
     """A lowered value of the structure ``tree`` (see :func:`~s2s_ad.ir.tree_of`:
     LEAF, a tuple, or ``pytree.Fields``) whose leaves are ``fresh()``."""
@@ -609,4 +602,4 @@ def _value_of(tree, fresh):
 
 
 def _fresh(tree, names):
-    return _map(tree, lambda _: Var(names.temp()))
+    return map_values(tree, lambda _: Var(names.temp()))

@@ -56,7 +56,7 @@ def gradient_source(module, helper, fname):
     values = list(leaves_of(fn.out_tree))
     seed = values[grad.seed]
     seeds = {seed.name} if isinstance(seed, Var) else set()
-    ranks = module.call_ranks.get(helper.key)
+    ranks = module.argument_ranks(helper)
     writer = ReverseWriter(module, fn, set(grad.wrt), seeds, list(ranks) if ranks else None)
     seed_exprs = [(seed.name, ast.Constant(1.0))] if seeds else []
     return writer.write_gradient(fname, seed_exprs, values, grad.seed, list(grad.wrt),
