@@ -34,9 +34,11 @@ class Adjoints:
     times the element count (``rt.broadcast_total``), not a pass over it.
     """
 
-    def __init__(self, names, writer, named):
+    def __init__(self, names, writer, named, sharing=set):
         self.names = names
         self.w = writer
+        # names -> those names and every name whose array may share memory with one
+        self.sharing = sharing
         # primal name -> [adjoint name, owned, adjoint names whose array it may share]
         self.vars = {}
         self._named = named  # primal name -> adjoint name, stable across passes
@@ -186,7 +188,7 @@ class Adjoints:
             return
         if view and isinstance(expr, ast.Name):
             part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())
-            if slice_adjoints.fold_into_slice(self.w, part, expr.id):
+            if slice_adjoints.fold_into_slice(self.w, part, expr.id, self.sharing):
                 return
         if view:      # into the view, with no store of the view onto itself (Numba)
             part = ast.Subscript(codegen.name(self.get(var)), index, ast.Load())

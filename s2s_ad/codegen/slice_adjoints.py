@@ -20,15 +20,19 @@ INTO = {"rt.dot_grad_a": "rt.add_dot_grad_a", "rt.dot_grad_b": "rt.add_dot_grad_
         "rt.matmul_grad_a": "rt.add_matmul_grad_a", "rt.matmul_grad_b": "rt.add_matmul_grad_b"}
 
 
-def fold_into_slice(w, target, adj):
+def fold_into_slice(w, target, adj, sharing=set):
     """Print ``target += adj`` as the in-place twin of the product that made
     ``adj``, and drop that product's line; False (nothing printed) unless
 
     - the latest statement of writer ``w`` assigning ``adj`` is ``adj =
       rt.<product grad>(...)`` on one line, with no later line reading or
       writing ``adj``, and
-    - no later line writes a name the product reads (its operands are the
-      same values when it runs later, at ``target``'s update).
+    - no later line writes a name the product reads, or an element of an
+      array one of them may share memory with (``sharing(names)``: those
+      names and their views and aliases): its operands are the same values
+      when it runs later, at ``target``'s update.  The sweep restores
+      overwritten elements of primal arrays in between (``v2[i] =
+      v2_saved[top]``), and an operand may be a join copy of ``v2``.
 
     ``target`` must be a view (a basic index of an owned adjoint array).
     """
@@ -46,7 +50,7 @@ def fold_into_slice(w, target, adj):
     if "\n" in text or text not in w.lines:
         return False
     at = len(w.lines) - 1 - w.lines[::-1].index(text)
-    reads = {n.id for a in value.args for n in ast.walk(a) if isinstance(n, ast.Name)}
+    reads = sharing({n.id for a in value.args for n in ast.walk(a) if isinstance(n, ast.Name)})
     mentions = re.compile(r"\b%s\b" % re.escape(adj))
     stores = re.compile(r"^\s*(%s)\b[^=]*?(=|\+=|-=|\*=|/=)" % "|".join(map(re.escape, reads)))
     for line in w.lines[at + 1:]:

@@ -1,6 +1,6 @@
 """Program 7609 of the in-place fuzz run (seed 46), as the fuzzer cut it down:
-``jacrev(vmap(f))`` with respect to the unbatched ``K`` gives 0.0 where finite
-differences do not (open; tests/test_fuzz_46_7609.py)."""
+``jacrev(vmap(f))`` with respect to ``K`` gave 0.0 for the lane whose branch
+is not taken, where finite differences do not (tests/test_fuzz_46_7609.py)."""
 import numpy as np
 
 C = np.array([0.43, -0.74, -1.33, 0.45, 0.93, 0.72, 0.56, 0.78, -0.96, -1.05, -0.05, -1.02, -0.43, 0.01, 1.0, -0.29])

@@ -244,7 +244,7 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         w = codegen.Writer()
         w.indent = 1
         self.w = w
-        self.adj = Adjoints(self.names, w, self._named)
+        self.adj = Adjoints(self.names, w, self._named, self._sharing)
         for var, expr in seed_exprs:
             if isinstance(expr, ast.Name) and self.adj.get(var) is None:
                 self.adj.bind(var, expr.id)
@@ -290,6 +290,14 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
             roots = _closure(parents, lambda p: {p}, own)
             self._roots = key, {n: r or frozenset({n}) for n, r in roots.items()}
         return self._roots[1]
+
+    def _sharing(self, names):
+        """``names`` and every name whose array may share memory with one of
+        them (a view, a join copy or a helper's result): a write through any of
+        them changes what ``names`` hold."""
+        roots = self._view_roots()
+        storage = rooted(roots, names)
+        return set(names) | storage | {n for n, r in roots.items() if r & storage}
 
     def _earlier_iterations(self):
         """Name -> the loops an earlier iteration of which may have made the
