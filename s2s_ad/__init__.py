@@ -42,16 +42,18 @@ from .api.vjp_function import vjp  # noqa: E402
 from .api.vmap import vmap  # noqa: E402
 from .backends.diskcache import ShapeDtypeStruct, cache_info, clear_cache, precompile  # noqa: E402
 from .errors import NonDifferentiableError, UnsupportedSyntaxError  # noqa: E402
-from .frontend.custom import custom_jvp, custom_vjp  # noqa: E402
+from .frontend.custom import checkpoint, checkpoint_policies, custom_jvp, custom_vjp  # noqa: E402
 from .ir import pytree  # noqa: E402,F401  (ad.pytree.flatten / unflatten for tests and tools)
 
 __version__ = "0.1.0"
 
 jacobian = jacrev          # JAX's name for reverse-mode Jacobians (jax.jacobian is jax.jacrev)
+remat = checkpoint         # JAX's other name for jax.checkpoint
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "jacobian", "hessian",
            "linearize", "hvp", "vmap",
-           "jit", "custom_vjp", "custom_jvp", "precompile", "ShapeDtypeStruct", "cache_info",
+           "jit", "custom_vjp", "custom_jvp", "checkpoint", "checkpoint_policies", "remat",
+           "precompile", "ShapeDtypeStruct", "cache_info",
            "clear_cache",
            "source", "stop_gradient", "runtime",
            "Transformed", "UnsupportedSyntaxError", "NonDifferentiableError"]

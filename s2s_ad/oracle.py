@@ -26,7 +26,10 @@ independent *reference* and with the plain NumPy witness:
   itself (an inner ``ad.grad``, ``ad.hvp``, ``vjp_fn``), the same
   transform with those inner transforms lowered by forward-mode columns
   instead of reverse code (``grad[forward columns]``, see
-  docs/nested_transforms.md).
+  docs/nested_transforms.md); and, for a program with helper functions,
+  reverse mode with every call of one recomputed in the backward sweep as
+  ``ad.checkpoint`` does (``grad[checkpointed calls]``,
+  ``jit(grad)[checkpointed calls]``, ``vmap[loop][checkpointed calls]``).
 
 Tolerance (stated once, see :data:`FD_TOL` and :data:`WITNESS_TOL`): an
 element ``a`` agrees with ``b`` when ``|a - b| <= atol * (1 + s) + rtol * |b|``
@@ -199,6 +202,11 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
                 lambda f, a: _without_mixed_mode(f, lambda: t(f, argnums)(*a)))
         add(f"{transform}[forward columns]", "python",
             lambda f, a: _forward_columns(f, lambda: t(f, argnums)(*a)))
+        if transform != "jacfwd":
+            add(f"{transform}[checkpointed calls]", "python",
+                lambda f, a: _checkpointed_calls(f, lambda: t(f, argnums)(*a)))
+            add(f"jit({transform})[checkpointed calls]", "numba",
+                lambda f, a: _checkpointed_calls(f, lambda: ad.jit(t(f, argnums))(*a)))
         add("jit", "numba", lambda f, a: ad.jit(t(f, argnums))(*a))
         add("jit[numpy tier]", "tier",
             lambda f, a: _numpy_tier(lambda: ad.jit(t(f, argnums), compile="tiered")(*a)))
@@ -237,6 +245,9 @@ def witnesses_for(transform, argnums, in_axes=None, families=FAMILIES):
     add("jit(vmap[loop], parallel=True)", "numba",
         lambda f, a: ad.jit(ad.vmap(inner(f), axes, method="loop"), parallel=True)(*a))
     add("vmap(jit)", "numba", lambda f, a: ad.vmap(ad.jit(inner(f)), axes)(*a))
+    if base in ("grad", "value_and_grad", "jacrev", "hessian"):
+        add("vmap[loop][checkpointed calls]", "python", lambda f, a: _checkpointed_calls(
+            f, lambda: ad.vmap(inner(f), axes, method="loop")(*a)))
     add("jit(vmap)[numpy tier]", "tier",
         lambda f, a: _numpy_tier(lambda: ad.jit(ad.vmap(inner(f), axes), compile="tiered")(*a)))
     if base == "primal":
@@ -287,15 +298,35 @@ def forward_columns():
     """Builds inside lower every transform written inside a transformed function
     by forward-mode columns instead of reverse code (``S2S_AD_NESTED=columns``,
     which the build cache's key reads)."""
-    saved = os.environ.get("S2S_AD_NESTED")
-    os.environ["S2S_AD_NESTED"] = "columns"
+    with _setting("S2S_AD_NESTED", "columns"):
+        yield
+
+
+def _checkpointed_calls(f, run):
+    """``run()`` with every call of a helper function recomputed in the
+    backward sweep, as if each were wrapped in ``ad.checkpoint``
+    (``S2S_AD_REMAT=calls``), for programs that define a helper."""
+    try:
+        text = inspect.getsource(inspect.getmodule(f))
+    except (OSError, TypeError):
+        raise _NotApplicable() from None
+    if text.count("\ndef ") < 2:
+        raise _NotApplicable()
+    with _setting("S2S_AD_REMAT", "calls"):
+        return run()
+
+
+@contextlib.contextmanager
+def _setting(name, value):
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            del os.environ["S2S_AD_NESTED"]
+            del os.environ[name]
         else:
-            os.environ["S2S_AD_NESTED"] = saved
+            os.environ[name] = saved
 
 
 #: The transforms whose inner lowering ``_forward_columns`` switches.

@@ -113,7 +113,7 @@ def _key(req):
 
 
 #: Environment settings the passes read.
-_SETTINGS = ("S2S_AD_FUSE_SLICES", "S2S_AD_NESTED")
+_SETTINGS = ("S2S_AD_FUSE_SLICES", "S2S_AD_NESTED", "S2S_AD_REMAT")
 
 
 def _text(value):
@@ -226,6 +226,7 @@ def fingerprint(obj, depth=0):
     rule = custom.rule_of(obj)
     if rule is not None:
         parts = [fingerprint(getattr(rule, a, None), depth + 1) for a in _RULE_PARTS]
+        parts += [fingerprint(getattr(rule, "policy", None), depth + 1)]
         return f"{rule.kind}(" + ",".join(parts) + ")"
     if getattr(type(obj), "__s2s_ad_object__", None) == "transformed":
         settings = (obj.kind, obj.argnums, obj.has_aux, obj.target,

@@ -271,6 +271,9 @@ class StaticShapes:
             return of(node.args[0])
         if what in ("rt.zeros_like", "rt.unit_like") and node.args:
             return of(node.args[0])
+        if what in ("np.zeros_like", "np.ones_like", "np.empty_like") and len(node.args) == 1 \
+                and not node.keywords:
+            return of(node.args[0])
         if what == "rt.broadcast_like" and len(node.args) == 2:
             return of(node.args[0]) or of(node.args[1]) if of(node.args[0]) or \
                 of(node.args[1]) else None
@@ -467,8 +470,11 @@ def rewrite_assign(rw, node):
             ast.Assign([ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(k), ast.Store())],
                        rw.visit(e), lineno=node.lineno)
             for k, e in enumerate(value.args[0].elts)]
-    if what in ("rt.grad_zeros", "rt.jac_zeros", "rt.zeros_like"):
+    if what in ("rt.grad_zeros", "rt.jac_zeros", "rt.zeros_like", "np.zeros_like"):
         return _alloc(rw, node, name, shape) + parsed_at(f"rtd.fill({name}, 0.0)", node)
+    if what in ("np.ones_like", "np.empty_like"):
+        fill = "1.0" if what == "np.ones_like" else "0.0"
+        return _alloc(rw, node, name, shape) + parsed_at(f"rtd.fill({name}, {fill})", node)
     if what == "rt.unit_like":
         if len(shape) != 1:
             rw.refuse(node, "a unit tangent of a 2-d array", "differentiate 1-d arrays")

@@ -26,6 +26,7 @@ function (batching) changes its rules alike (``Function.rule_lowering``).
 import dataclasses
 import functools
 import inspect
+import os
 import types
 
 from ..ir import (
@@ -255,7 +256,7 @@ def entry_function(program, custom, trees, known=()):
 
 
 def lower_custom(program, custom, trees, node=None, caller=None):
-    callee = program.lower(custom.fun, trees, node, caller)
+    callee = program.lower(custom.fun, trees, node, caller, tag=custom)
     callee.custom = custom
     callee.custom_trees = list(trees)      # a bound function (StaticFn) included
     return callee
@@ -435,3 +436,78 @@ def _rebuild(tree, it):
     if isinstance(tree, Tup):
         return Tup(tuple(_rebuild(t, it) for t in tree.items))
     return next(it)
+
+
+class Checkpointed(_Custom):
+    """A function made by ``ad.checkpoint``: see :func:`checkpoint`."""
+    kind = "checkpoint"
+
+    def __init__(self, fun, policy=None, static_argnums=()):
+        super().__init__(fun, static_argnums)
+        self.policy = policy_name(policy)
+
+
+def checkpoint(fun=None, *, policy=None, prevent_cse=True, static_argnums=()):
+    """``ad.checkpoint(fn, policy=None)``, as ``jax.checkpoint``: reverse mode
+    keeps the wrapped function's arguments, not its intermediates, and runs it
+    again in the backward sweep (see docs/checkpointing.md).  A decorator too,
+    bare or with its options (``@ad.checkpoint(policy=...)``).
+
+    ``policy`` says what is kept all the same: ``nothing_saveable`` (the
+    default, JAX's too) or ``everything_saveable`` (no recomputation: the
+    function is differentiated as if it were not wrapped), as a member of
+    ``ad.checkpoint_policies`` or its name.  ``static_argnums``: arguments
+    that get no cotangent (an int, a flag).  ``prevent_cse`` is JAX's guard
+    against its compiler merging the recomputation away; the generated code
+    runs the recomputation as written, so it changes nothing.  The value and
+    every derivative are those of ``fn``.
+    """
+    if fun is None:
+        return functools.partial(checkpoint, policy=policy, prevent_cse=prevent_cse,
+                                 static_argnums=static_argnums)
+    if not isinstance(prevent_cse, bool):
+        raise TypeError(f"ad.checkpoint(prevent_cse={prevent_cse!r}) expects True or False")
+    return Checkpointed(fun, policy, static_argnums)
+
+
+class _Policy:
+    """A member of ``ad.checkpoint_policies``: which values a checkpointed
+    function keeps for the backward sweep."""
+
+    def __init__(self, name, doc):
+        self.__name__ = self.name = name
+        self.__doc__ = doc
+
+    def __repr__(self):
+        return f"ad.checkpoint_policies.{self.name}"
+
+
+checkpoint_policies = types.SimpleNamespace(
+    nothing_saveable=_Policy("nothing_saveable", "Keep only the arguments; recompute the rest."),
+    everything_saveable=_Policy("everything_saveable", "Keep every value the backward sweep "
+                                "reads (no recomputation: as if the function were not wrapped)."))
+
+
+def policy_name(policy):
+    """The name of a checkpoint policy given as a member of
+    ``ad.checkpoint_policies``, its name, or None (``nothing_saveable``)."""
+    if policy is None:
+        return "nothing_saveable"
+    name = policy.name if isinstance(policy, _Policy) else policy
+    if not isinstance(name, str) or not hasattr(checkpoint_policies, name):
+        known = ", ".join(f"ad.checkpoint_policies.{n}" for n in vars(checkpoint_policies))
+        raise TypeError(f"ad.checkpoint(policy={policy!r}): the policy must be one of {known} "
+                        f"(or its name as a string)")
+    return name
+
+
+def recomputed(callee):
+    """Whether reverse mode runs a call of ``callee`` again in the backward
+    sweep instead of keeping its intermediates: ``ad.checkpoint``, or every
+    helper without a rule of its own under ``S2S_AD_REMAT=calls`` (the
+    oracle's ``[checkpointed calls]`` witness)."""
+    rule = getattr(callee, "custom", None)
+    if isinstance(rule, Checkpointed):
+        return rule.policy == "nothing_saveable"
+    return os.environ.get("S2S_AD_REMAT") == "calls" and rule is None and \
+        getattr(callee, "gradient", None) is None

@@ -70,6 +70,8 @@ def jvp_function(program, fn, wrt, param_ranks=None, output="pair", cache=None, 
         fn = _calling(fn)          # its body is not what is differentiated: see call()
     if key not in cache:
         cache[key] = Forward(program, fn, wrt, param_ranks, cache, width).build(output, key)
+        if custom.recomputed(fn):      # reverse over it recomputes it too (ad.checkpoint)
+            cache[key].custom = fn.custom
     return cache[key]
 
 

@@ -121,6 +121,8 @@ class Inlining:
         return value
 
     def call_user(self, fn, args, kwargs, node, custom=None):
+        if getattr(custom, "policy", None) == "everything_saveable":
+            custom = None      # ad.checkpoint keeping everything: a plain call
         values = self.bound_values(fn, args, kwargs, node)
         src = self.program.source(fn)
         if custom is not None:       # never in place: its rule replaces its body
@@ -162,6 +164,13 @@ class Inlining:
         trees = [StaticFn(v) if isinstance(v, LocalFn) or _is_function(v) else tree_of(v)
                  for v in values]
         callee = self.program.lower_custom(custom, trees, node, self.src)
+        writes = self.program.arg_writes.get(callee.key)
+        if writes:
+            loc = next(iter(writes.values()))
+            raise self.error(node, f"{custom.fun.__name__}() writes into an array it is passed "
+                             f"(line {loc.lineno}: '{loc.text.strip()}'), so it cannot be an "
+                             f"ad.{custom.kind} function: write into a copy "
+                             f"(np.copy) and return it")
         return self._emit_call(callee, [Tup(()) if _is_function(v) else v for v in values], node)
 
     def _emit_call(self, callee, values, node):

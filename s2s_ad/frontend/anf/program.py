@@ -44,16 +44,17 @@ class Program:
         self.consts[name] = obj
         return name
 
-    def lower(self, fn, trees, call_node=None, caller=None, ranks=None, known=()):
+    def lower(self, fn, trees, call_node=None, caller=None, ranks=None, known=(), tag=None):
         """``ranks``: the rank of each parameter leaf where known (the entry's,
         from the arguments; a helper's, from its call), so that ``np.ndim``
         and the library functions that depend on it specialise; ``known``:
         (position, value) of the entry's parameter leaves known before the run
-        (None, strings)."""
+        (None, strings); ``tag``: the custom rule or checkpoint ``fn`` is
+        lowered for (the same ``fn`` called plainly is another function)."""
         ranks = tuple(ranks) if ranks is not None and any(
             r is not None for r in ranks) else None
         key = (fn, tuple(trees)) + ((ranks,) if ranks is not None else ()) + \
-            ((tuple(known),) if known else ())
+            ((tuple(known),) if known else ()) + ((tag,) if tag is not None else ())
         if key in self.functions:
             return self.functions[key]
         if fn in self._active:

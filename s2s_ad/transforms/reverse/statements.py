@@ -11,7 +11,7 @@ from ...analyses.ranks import rank_of
 from ...codegen import printer as codegen
 from ...codegen.adjoints import call, instantiate
 from ...errors import UnsupportedSyntaxError
-from ...frontend.custom import has_reverse_rule, has_vjp_rule, nondiff_leaves
+from ...frontend.custom import has_reverse_rule, has_vjp_rule, nondiff_leaves, recomputed
 from ...ir import (
     Call,
     Const,
@@ -206,12 +206,17 @@ class Statements:
         if rule:        # a user rule (or a JVP rule transposed) takes every output's
             # cotangent, gives every input's
             seeds = out_leaves
-        if in_loop and not rule and _scalar_code(callee, arg_ranks):
+        if recomputed(callee) or (in_loop and not rule and _scalar_code(callee, arg_ranks)):
             # Inside a loop, a stack per residual costs more than running a
-            # loop-free scalar helper again, as a hand-written adjoint does:
-            # the primal sweep calls the plain helper and keeps only its
-            # arguments; the adjoint sweep calls one function that recomputes
-            # what it needs and pulls the cotangents back.
+            # loop-free scalar helper again, as a hand-written adjoint does;
+            # and ad.checkpoint asks for it: the primal sweep calls the plain
+            # helper and keeps only its arguments; the adjoint sweep calls one
+            # function that recomputes what it needs and pulls the cotangents
+            # back.
+            if recomputed(callee):
+                what = callee.custom.fun.__qualname__ if callee.custom else callee.name
+                w.comment(f"{what} is checkpointed (ad.checkpoint): "
+                          f"run again here, its intermediates were not kept")
             vjp_name = self.module.helper_joint_vjp(callee, tuple(in_names), tuple(seeds),
                                                     arg_ranks)
             held = []
