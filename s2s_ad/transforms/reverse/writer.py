@@ -55,7 +55,9 @@ class ReverseWriter(Stacks, Statements, Loops, Functions):
         self.names = fn.names
         self.act = analyse(fn, wrt, seeds)
         self.ranks = ranks.infer(fn, param_ranks or [None] * len(fn.params))
-        self.classes = ranks.shape_classes(fn, [("param", p) for p in fn.params], self.ranks)
+        self.classes = ranks.shape_classes(
+            fn, [ranks.SCALAR if self.ranks.get(p) == 0 else ("param", p) for p in fn.params],
+            self.ranks)
         self.carried = {h for s in walk(fn.body) if isinstance(s, (For, While)) for h in s.carried}
         self.push_end = {}     # id(block) -> names pushed at its end
         self.push_top = {}     # id(loop body) -> loop-carried names pushed at its top
