@@ -279,14 +279,20 @@ class _NotApplicable(Exception):
     """The witness has nothing to compare for this program."""
 
 
+def _module_text(f):
+    """The source of the module defining ``f`` (a witness reads it to see
+    whether it applies); the witness does not apply where there is none."""
+    try:
+        return inspect.getsource(inspect.getmodule(f))
+    except (OSError, TypeError):
+        raise _NotApplicable() from None
+
+
 def _forward_columns(f, run):
     """``run()`` with the transforms written inside ``f`` (an inner
     ``ad.grad``, ``ad.hvp``, ``vjp_fn``...) lowered by forward-mode columns
     (see :func:`forward_columns`), for programs that call one."""
-    try:
-        text = inspect.getsource(inspect.getmodule(f))
-    except (OSError, TypeError):
-        raise _NotApplicable() from None
+    text = _module_text(f)
     if not any(f"ad.{name}(" in text for name in _INNER):
         raise _NotApplicable()
     with forward_columns():
@@ -306,10 +312,7 @@ def _checkpointed_calls(f, run):
     """``run()`` with every call of a helper function recomputed in the
     backward sweep, as if each were wrapped in ``ad.checkpoint``
     (``S2S_AD_REMAT=calls``), for programs that define a helper."""
-    try:
-        text = inspect.getsource(inspect.getmodule(f))
-    except (OSError, TypeError):
-        raise _NotApplicable() from None
+    text = _module_text(f)
     if text.count("\ndef ") < 2:
         raise _NotApplicable()
     with _setting("S2S_AD_REMAT", "calls"):
@@ -337,10 +340,7 @@ def _without_mixed_mode(f, run):
     """``run()`` with the compiler's mixed-mode pass (forward mode through scalar
     ``while`` loops inside reverse mode) switched off, for programs with a ``while``."""
     from . import pipeline
-    try:
-        text = inspect.getsource(inspect.getmodule(f))
-    except (OSError, TypeError):
-        raise _NotApplicable() from None
+    text = _module_text(f)
     if "while" not in text:
         raise _NotApplicable()
     saved = pipeline.PASSES

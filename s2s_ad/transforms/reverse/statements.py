@@ -206,14 +206,15 @@ class Statements:
         if rule:        # a user rule (or a JVP rule transposed) takes every output's
             # cotangent, gives every input's
             seeds = out_leaves
-        if recomputed(callee) or (in_loop and not rule and _scalar_code(callee, arg_ranks)):
+        remat = recomputed(callee)
+        if remat or (in_loop and not rule and _scalar_code(callee, arg_ranks)):
             # Inside a loop, a stack per residual costs more than running a
             # loop-free scalar helper again, as a hand-written adjoint does;
             # and ad.checkpoint asks for it: the primal sweep calls the plain
             # helper and keeps only its arguments; the adjoint sweep calls one
             # function that recomputes what it needs and pulls the cotangents
             # back.
-            if recomputed(callee):
+            if remat:
                 what = callee.custom.fun.__qualname__ if callee.custom else callee.name
                 w.comment(f"{what} is checkpointed (ad.checkpoint): "
                           f"run again here, its intermediates were not kept")
